@@ -1,0 +1,42 @@
+/**
+ * Error classes of the affine layer, mirroring DeepSpeed's `affine_transfer.py`:
+ * a map that contradicts itself is never silently handled by a fallback.
+ *
+ * @module
+ */
+
+/** Base class: an affine map, plan or policy answer that must not reach a transport. */
+export class AffineError extends Error {
+  /** Creates the error with a message that names the offending object. */
+  constructor(message: string) {
+    super(message);
+    this.name = "AffineError";
+  }
+}
+
+/** The map contradicts itself or the other map (corrupt checkpoint metadata). */
+export class InvalidMapError extends AffineError {
+  /** Creates the error with a message that names the offending map field. */
+  constructor(message: string) {
+    super(message);
+    this.name = "InvalidMapError";
+  }
+}
+
+/** Legitimate geometry the planner does not express (scaled pieces, permuted strides). */
+export class UnsupportedLayoutError extends AffineError {
+  /** Creates the error with a message that names the unsupported layout. */
+  constructor(message: string) {
+    super(message);
+    this.name = "UnsupportedLayoutError";
+  }
+}
+
+/** A replica policy answered with something the planner refuses. */
+export class InvalidReplicaPolicyError extends AffineError {
+  /** Creates the error with a message that names the request and the answer. */
+  constructor(message: string) {
+    super(message);
+    this.name = "InvalidReplicaPolicyError";
+  }
+}
