@@ -1,0 +1,226 @@
+/**
+ * Types of `summary.json` (schema_version 1), the machine-readable result of one run. The
+ * pipeline writes it; the report, history and suite renderers read only this file, `losses.csv`
+ * and the phase logs, so every output can be re-rendered without retraining.
+ *
+ * @module
+ */
+
+/** Outcome of a comparison, a check or a whole run. */
+export type Verdict = "PASS" | "FAIL" | "ABSTAIN" | "ERROR";
+
+/** Status of one phase (contract values). */
+export type PhaseStatus = "ok" | "failed" | "timeout" | "skipped";
+
+/** What a phase does in the experiment. */
+export type PhaseRole = "baseline" | "split" | "resume" | "repeat" | "convert" | "plan";
+
+/** One phase as recorded in the summary. */
+export interface PhaseSummary {
+  /** Phase name, e.g. `resume-native`. */
+  name: string;
+  /** What the phase does. */
+  role: PhaseRole;
+  /** How it ended. */
+  status: PhaseStatus;
+  /** Reused from an earlier completed phase with the same cache key. */
+  cached: boolean;
+  /** Wall time of the child process(es), seconds (0 when cached or skipped). */
+  wall_s: number;
+  /** Exit code of the last attempt, null when killed by a signal or never started. */
+  exit_code: number | null;
+  /** One-line reason when the phase did not end ok. */
+  message?: string;
+  /** Last lines of the phase's logs when it did not end ok. */
+  log_tail?: string;
+  /** Number of attempts (more than 1 after flaky-infrastructure retries). */
+  attempts?: number;
+  /** Cache key of the phase's inputs. */
+  cache_key?: string;
+  /** Phases whose outputs this phase consumes. */
+  consumes?: string[];
+  /** The run folder the artifacts live in when reused from an earlier run. */
+  source_run?: string;
+}
+
+/** One lane's judgement of metric `metric` between phases `a` and `b`. */
+export interface ComparisonSummary {
+  /** `a~b` or a user-given name. */
+  name: string;
+  /** Reference phase. */
+  a: string;
+  /** Candidate phase. */
+  b: string;
+  /** Metric compared (`loss` by default). */
+  metric: string;
+  /** `exact` (bit equality) or `tolerance` (rtol/atol with a failure budget). */
+  lane: "exact" | "tolerance";
+  /** Verdict of this comparison. */
+  verdict: Verdict;
+  /** First step of the window. */
+  first_step: number | null;
+  /** Last step of the window. */
+  last_step: number | null;
+  /** Steps compared. */
+  compared: number;
+  /** First step where the lane fails, null when none. */
+  first_divergent_step: number | null;
+  /** Last step before the first divergence (or the window end when none). */
+  last_matching_step: number | null;
+  /** Maximum |b - a| over the window. */
+  max_abs: number | null;
+  /** Mean |b - a| over the window. */
+  mean_abs: number | null;
+  /** Maximum |b - a| / |a| over the window. */
+  max_rel: number | null;
+  /** Maximum float64 ULP distance over the window. */
+  max_ulp: number | null;
+  /** Maximum float32 ULP distance when both sides are float32-representable. */
+  max_ulp_f32?: number | null;
+  /** Values of `a` and `b` at the first divergent step. */
+  divergence?: { step: number; a: number | null; b: number | null } | null;
+  /** Tolerance lane settings. */
+  rtol?: number;
+  /** Tolerance lane settings. */
+  atol?: number;
+  /** Failures allowed before the tolerance lane fails. */
+  max_failures?: number;
+  /** Steps outside tolerance (tolerance lane) or unequal (exact lane). */
+  failures?: number;
+  /** Why the verdict is what it is, in one sentence. */
+  reason?: string;
+}
+
+/** Restored-state check of one resume phase: its `loaded` digests vs the split's `saved`. */
+export interface StateCheckSummary {
+  /** Resume phase checked. */
+  phase: string;
+  /** PASS, FAIL, or ERROR; `available: false` when the trainer emits no digests. */
+  verdict: Verdict | "N/A";
+  /** Whether both sides carried digests. */
+  available: boolean;
+  /** Components whose digests differ. */
+  differing: string[];
+  /** Components compared. */
+  compared?: string[];
+}
+
+/** Per-process byte counts of one plan. */
+export interface ProcessLoad {
+  /** Bytes this process sends to other processes. */
+  send: number;
+  /** Bytes this process receives from other processes. */
+  recv: number;
+  /** Bytes copied inside this process. */
+  local: number;
+}
+
+/** Verification and cost of one replica policy's plan. */
+export interface PlanSyncSummary {
+  /** Policy name. */
+  policy: string;
+  /** The plan phase. */
+  phase: string;
+  /** The verifier accepted the plan. */
+  verified: boolean;
+  /** Why the verifier rejected it. */
+  error?: string;
+  /** Number of segments. */
+  segments: number;
+  /** Bytes that cross processes. */
+  moved_bytes: number;
+  /** Bytes copied within a process. */
+  local_bytes: number;
+  /** Largest per-process send load, bytes. */
+  max_process_bytes: number;
+  /** Mean per-process send load, bytes. */
+  mean_process_bytes: number;
+  /** Load per process id. */
+  per_process?: Record<string, ProcessLoad>;
+}
+
+/** What the repeated baselines say about the trainer's determinism. */
+export interface NoiseFloorSummary {
+  /** Extra baselines run. */
+  repeats: number;
+  /** All repeats bit-identical to the baseline. */
+  identical: boolean;
+  /** Largest relative deviation of any repeat from the baseline, any step. */
+  max_rel_deviation?: number;
+  /** Per-step spread (max relative deviation) for steps that differ. */
+  spread?: { step: number; max_rel: number }[];
+  /** Tolerance derived by `tolerance: auto`. */
+  derived_rtol?: number;
+}
+
+/** A named finding outside the comparisons (pre-flight, metrics reading, plan checks). */
+export interface Diagnostic {
+  /** `error` diagnostics make the verdict ERROR or FAIL as their code says. */
+  level: "error" | "warning" | "info";
+  /** Stable identifier, e.g. `metrics-rounded`, `save-mid-accumulation`. */
+  code: string;
+  /** Human sentence. */
+  message: string;
+  /** Phase concerned. */
+  phase?: string;
+}
+
+/** The whole `summary.json`. */
+export interface RunSummary {
+  /** Always 1. */
+  schema_version: 1;
+  /** Harness version. */
+  harness_version: string;
+  /** Experiment name (with matrix suffix). */
+  experiment: string;
+  /** Run id (sortable UTC time plus a short hash). */
+  run_id: string;
+  /** ISO start time. */
+  started_at: string;
+  /** ISO end time. */
+  finished_at: string;
+  /** Worst verdict. */
+  verdict: Verdict;
+  /** Process exit code the verdict maps to. */
+  exit_code: number;
+  /** Harness wall time, seconds. */
+  wall_s: number;
+  /** Sum of child process wall times, seconds. */
+  children_wall_s: number;
+  /** Stopped by SIGINT/SIGTERM. */
+  interrupted: boolean;
+  /** Schedule length. */
+  steps: number;
+  /** Optimizer step after which the split phase saves. */
+  save_at: number;
+  /** Phases in execution order. */
+  phases: PhaseSummary[];
+  /** Lane results. */
+  comparisons: ComparisonSummary[];
+  /** Restored-state checks. */
+  state_checks: StateCheckSummary[];
+  /** Plan-sync policies. */
+  plan_sync: PlanSyncSummary[];
+  /** Repeated-baseline determinism evidence. */
+  noise_floor: NoiseFloorSummary;
+  /** Pre-flight and sanity findings. */
+  diagnostics: Diagnostic[];
+  /** Git commit of the harness tree, when known. */
+  git_commit?: string | null;
+}
+
+/** Exit code of each verdict (ARCHITECTURE.md contract). */
+export const EXIT_CODES: Record<Verdict, number> = { PASS: 0, FAIL: 1, ERROR: 3, ABSTAIN: 4 };
+
+/**
+ * Severity order used to combine verdicts: a proven divergence (FAIL) outranks a phase that
+ * could not complete (ERROR), which outranks ABSTAIN, which outranks PASS.
+ */
+export const VERDICT_RANK: Record<Verdict, number> = { PASS: 0, ABSTAIN: 1, ERROR: 2, FAIL: 3 };
+
+/** The worst of several verdicts (PASS for none). */
+export function worstVerdict(verdicts: Iterable<Verdict>): Verdict {
+  let worst: Verdict = "PASS";
+  for (const v of verdicts) if (VERDICT_RANK[v] > VERDICT_RANK[worst]) worst = v;
+  return worst;
+}
