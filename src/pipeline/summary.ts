@@ -89,6 +89,10 @@ export interface ComparisonSummary {
   failures?: number;
   /** Why the verdict is what it is, in one sentence. */
   reason?: string;
+  /** Window steps missing on either side (each one a failure). */
+  missing_steps?: number;
+  /** Window steps where either side is NaN or infinite (each one a failure). */
+  non_finite?: number;
 }
 
 /** Restored-state check of one resume phase: its `loaded` digests vs the split's `saved`. */
@@ -103,6 +107,10 @@ export interface StateCheckSummary {
   differing: string[];
   /** Components compared. */
   compared?: string[];
+  /** Components present on only one side (not verifiable; makes the check ERROR, never PASS). */
+  missing?: string[];
+  /** Why the verdict is what it is, in one sentence. */
+  reason?: string;
 }
 
 /** Per-process byte counts of one plan. */
@@ -151,6 +159,10 @@ export interface NoiseFloorSummary {
   spread?: { step: number; max_rel: number }[];
   /** Tolerance derived by `tolerance: auto`. */
   derived_rtol?: number;
+  /** True when `spread` lists only the first differing steps (it is capped). */
+  spread_truncated?: boolean;
+  /** Metrics the repeats were compared on. */
+  metrics?: string[];
 }
 
 /** A named finding outside the comparisons (pre-flight, metrics reading, plan checks). */
@@ -163,6 +175,12 @@ export interface Diagnostic {
   message: string;
   /** Phase concerned. */
   phase?: string;
+  /** Metric concerned, when the finding is about one metric. */
+  metric?: string;
+  /** First step concerned, when the finding is about steps. */
+  step?: number;
+  /** How many lines, steps or records share this finding (one diagnostic per code and phase). */
+  count?: number;
 }
 
 /** The whole `summary.json`. */

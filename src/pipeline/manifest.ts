@@ -1,0 +1,101 @@
+/**
+ * `manifest.json`: what produced a run — harness version, git commit and dirty flag, Deno and
+ * OS, the argv and (redacted) environment of every child, and hashes of the inputs — so a
+ * result can be trusted, reproduced or questioned months later.
+ *
+ * @module
+ */
+
+import { redactEnv } from "../process/mod.ts";
+import { PROJECT_DIR } from "./commands.ts";
+
+/** Version of the harness, recorded in every manifest and summary. */
+export const HARNESS_VERSION = "0.1.0";
+
+/** One child process as recorded. */
+export interface ManifestChild {
+  /** Phase it ran. */
+  phase: string;
+  /** Program and arguments. */
+  argv: string[];
+  /** Variables the harness set (secret-looking names redacted). */
+  env: Record<string, string>;
+  /** Working folder. */
+  cwd: string;
+}
+
+/** The manifest document. */
+export interface Manifest {
+  /** Harness version. */
+  harness_version: string;
+  /** Commit of the harness tree and whether it had uncommitted changes. */
+  git: { commit: string | null; dirty: boolean | null };
+  /** Runtime. */
+  deno: string;
+  /** Operating system and architecture. */
+  os: string;
+  /** Command line of the harness. */
+  harness_argv: string[];
+  /** Experiment file and its SHA-256. */
+  experiment_file: string | null;
+  /** Hashes of inputs (experiment file, resolved experiment, code inputs). */
+  input_hashes: Record<string, string>;
+  /** Children launched, in order. */
+  children: ManifestChild[];
+}
+
+/** SHA-256 of text or bytes, hex. */
+export async function sha256Hex(data: string | Uint8Array): Promise<string> {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function git(args: string[]): Promise<string | null> {
+  try {
+    const out = await new Deno.Command("git", {
+      args: ["-C", PROJECT_DIR, ...args],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    return out.success ? new TextDecoder().decode(out.stdout).trim() : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Commit and dirty flag of the harness checkout (nulls outside git). */
+export async function gitState(): Promise<{ commit: string | null; dirty: boolean | null }> {
+  const commit = await git(["rev-parse", "HEAD"]);
+  if (commit === null) return { commit: null, dirty: null };
+  const status = await git(["status", "--porcelain", "--untracked-files=no"]);
+  return { commit, dirty: status === null ? null : status.length > 0 };
+}
+
+/** A fresh manifest with the environment filled in and no children yet. */
+export async function newManifest(
+  experimentFile: string | null,
+  inputHashes: Record<string, string>,
+): Promise<Manifest> {
+  return {
+    harness_version: HARNESS_VERSION,
+    git: await gitState(),
+    deno: Deno.version.deno,
+    os: `${Deno.build.os} ${Deno.build.arch}`,
+    harness_argv: [...Deno.args],
+    experiment_file: experimentFile,
+    input_hashes: inputHashes,
+    children: [],
+  };
+}
+
+/** Records a launched child with its environment redacted. */
+export function recordChild(
+  manifest: Manifest,
+  phase: string,
+  argv: string[],
+  env: Record<string, string>,
+  cwd: string,
+): void {
+  manifest.children.push({ phase, argv: [...argv], env: redactEnv(env), cwd });
+}

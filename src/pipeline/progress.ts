@@ -1,0 +1,40 @@
+/**
+ * What the runner tells the person (or CI log) watching it. The runner talks to this interface
+ * only; the terminal rendering (live line on a TTY, plain lines in CI) lives in src/process.
+ *
+ * @module
+ */
+
+import { type PhaseStatus, type Verdict } from "./summary.ts";
+
+/** Stops following a phase. */
+export interface Follower {
+  /** Stop reporting this phase's progress. */
+  stop(): void;
+}
+
+/** Progress sink of a run. */
+export interface Progress {
+  /** A run starts. */
+  runStart(experiment: string, runDir: string, phases: number): void;
+  /** A non-training phase starts. */
+  phaseStart(phase: string): Follower;
+  /** A training phase starts; progress comes from its metrics file (step k of `stopAt`). */
+  followMetrics(phase: string, metricsFile: string, stopAt: number): Follower;
+  /** A phase ends. */
+  phaseEnd(phase: string, status: PhaseStatus, wallS: number, message?: string): void;
+  /** A free-form note. */
+  note(text: string): void;
+  /** A run ends. */
+  runEnd(experiment: string, verdict: Verdict, wallS: number, runDir: string): void;
+}
+
+/** A progress sink that prints nothing (tests, `--quiet`). */
+export const silentProgress: Progress = {
+  runStart() {},
+  phaseStart: () => ({ stop() {} }),
+  followMetrics: () => ({ stop() {} }),
+  phaseEnd() {},
+  note() {},
+  runEnd() {},
+};

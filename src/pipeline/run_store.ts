@@ -1,0 +1,91 @@
+/**
+ * The results layout (ARCHITECTURE.md contract): `<results>/<experiment>/<run-id>/`, a `latest`
+ * link naming the newest run, and atomic JSON writes so a reader never sees half a file.
+ * Every path this module writes is checked to stay inside the results folder.
+ *
+ * @module
+ */
+
+import { dirname, join, relative, resolve } from "node:path";
+
+/** Folder-safe form of an experiment name (matrix suffixes may hold `/` from values). */
+export function experimentFolderName(name: string): string {
+  return name.replaceAll("/", "_").replaceAll("\0", "");
+}
+
+/** A sortable run id: UTC time to the second plus a short hash (`20261129T101500Z-3fa9c2`). */
+export function newRunId(now: Date, salt: string): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  let h = 0x811c9dc5;
+  const text = `${salt}|${now.getTime()}|${Math.random()}`;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return `${stamp}-${h.toString(16).padStart(8, "0").slice(0, 6)}`;
+}
+
+/** Throws unless `path` lies inside `root` (guards every write of a run). */
+export function assertInside(root: string, path: string): void {
+  const rel = relative(resolve(root), resolve(path));
+  if (rel.startsWith("..") || resolve(rel) === rel) {
+    throw new Error(`refusing to write outside the results folder: ${path}`);
+  }
+}
+
+/** Writes text atomically: a sibling temporary file renamed over the target. */
+export async function writeTextAtomic(path: string, text: string): Promise<void> {
+  await Deno.mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.${Deno.pid}.tmp`;
+  await Deno.writeTextFile(tmp, text);
+  await Deno.rename(tmp, path);
+}
+
+/** Writes pretty JSON atomically, with a trailing newline. */
+export async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
+  await writeTextAtomic(path, JSON.stringify(value, null, 2) + "\n");
+}
+
+/** Reads JSON, or returns undefined when the file does not exist. */
+export async function readJsonIfExists<T>(path: string): Promise<T | undefined> {
+  try {
+    return JSON.parse(await Deno.readTextFile(path)) as T;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return undefined;
+    throw e;
+  }
+}
+
+/** Points `<experimentDir>/latest` at `runId` (a relative symlink, replaced atomically). */
+export async function updateLatest(experimentDir: string, runId: string): Promise<void> {
+  const link = join(experimentDir, "latest");
+  const tmp = `${link}.${Deno.pid}.tmp`;
+  try {
+    await Deno.remove(tmp);
+  } catch { /* not there */ }
+  await Deno.symlink(runId, tmp);
+  await Deno.rename(tmp, link);
+}
+
+/** Resolves `<experimentDir>/latest` to a run folder, if any. */
+export async function latestRunDir(experimentDir: string): Promise<string | undefined> {
+  try {
+    const target = await Deno.readLink(join(experimentDir, "latest"));
+    return resolve(experimentDir, target);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Run folders of an experiment, oldest first (run ids sort by time). */
+export async function listRuns(experimentDir: string): Promise<string[]> {
+  const out: string[] = [];
+  try {
+    for await (const e of Deno.readDir(experimentDir)) {
+      if (e.isDirectory && /^\d{8}T\d{6}Z-/.test(e.name)) out.push(join(experimentDir, e.name));
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return out.sort();
+}

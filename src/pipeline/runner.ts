@@ -1,0 +1,422 @@
+/**
+ * Runs one experiment: launches every phase of the graph as a supervised child, in dependency
+ * order and at most `parallel` at a time, then judges the evidence and writes the results
+ * folder (summary.json, losses.csv, reports, history, `latest`).
+ *
+ * @module
+ */
+
+import { join, relative } from "node:path";
+import { stringify as toYaml } from "yaml";
+import type { Experiment } from "../experiment/schema.ts";
+import { evaluateRun, lossesCsv, type PhaseEvidence } from "../parity/mod.ts";
+import { interruption, runChild } from "../process/mod.ts";
+import { appendHistory, renderRun } from "../report/mod.ts";
+import { metricsSource, phaseCommand, type PhasePaths } from "./commands.ts";
+import { type Manifest, newManifest, recordChild, sha256Hex } from "./manifest.ts";
+import { buildPhaseGraph, dependentsOf, type PhaseNode } from "./phases.ts";
+import { checkPlanFile } from "./plan_check.ts";
+import type { Progress } from "./progress.ts";
+import {
+  experimentFolderName,
+  newRunId,
+  updateLatest,
+  writeJsonAtomic,
+  writeTextAtomic,
+} from "./run_store.ts";
+import {
+  EXIT_CODES,
+  type PhaseStatus,
+  type PhaseSummary,
+  type PlanSyncSummary,
+  type RunSummary,
+  type Verdict,
+  worstVerdict,
+} from "./summary.ts";
+import { HARNESS_VERSION } from "./manifest.ts";
+
+/** How to run an experiment. */
+export interface RunOptions {
+  /** Results root (`results/` by default). */
+  resultsDir: string;
+  /** Folder that relative paths in the experiment resolve against. */
+  baseDir: string;
+  /** The experiment file, for the manifest. */
+  experimentFile: string | null;
+  /** Phases to run (with what they consume); empty = all. */
+  only: string[];
+  /** After a failure, run every phase that does not depend on it. */
+  keepGoing: boolean;
+  /** Progress sink. */
+  progress: Progress;
+  /** Environment visible to `${env.NAME}` placeholders. */
+  harnessEnv: Record<string, string>;
+}
+
+/** Outcome of one experiment run. */
+export interface RunResult {
+  /** The run folder. */
+  runDir: string;
+  /** What was written to summary.json. */
+  summary: RunSummary;
+}
+
+interface PhaseState {
+  node: PhaseNode;
+  status: PhaseStatus | "pending" | "running";
+  paths?: PhasePaths;
+  summary?: PhaseSummary;
+  plan?: PlanSyncSummary;
+}
+
+/** The checkpoint tag folder the split wrote: `<dir>/<latest>` or `<dir>/global_step<N>`. */
+export async function splitTagFolder(checkpointDir: string, saveAt: number): Promise<string> {
+  try {
+    const tag = (await Deno.readTextFile(join(checkpointDir, "latest"))).trim();
+    if (tag && !tag.includes("/") && tag !== "..") return join(checkpointDir, tag);
+  } catch { /* fall back to the DeepSpeed default tag */ }
+  return join(checkpointDir, `global_step${saveAt}`);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function selectPhases(nodes: PhaseNode[], only: string[]): Set<string> {
+  if (only.length === 0) return new Set(nodes.map((n) => n.name));
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const keep = new Set<string>();
+  const visit = (name: string) => {
+    if (keep.has(name)) return;
+    const node = byName.get(name);
+    if (!node) {
+      throw new Error(`--only ${name}: no such phase (phases: ${[...byName.keys()].join(", ")})`);
+    }
+    keep.add(name);
+    node.consumes.forEach(visit);
+  };
+  only.forEach(visit);
+  return keep;
+}
+
+/** Target topology document handed to a planner (`${target}`). */
+function targetDocument(node: PhaseNode): Record<string, unknown> {
+  const { fault: _fault, ...rest } = node.args;
+  return rest;
+}
+
+/** Runs one experiment to completion (or interruption) and writes its results folder. */
+export async function runExperiment(exp: Experiment, options: RunOptions): Promise<RunResult> {
+  const started = new Date();
+  const nodes = buildPhaseGraph(exp);
+  const selected = selectPhases(nodes, options.only);
+  const experimentDir = join(options.resultsDir, experimentFolderName(exp.name));
+  const resolvedYaml = toYaml(exp);
+  const runId = newRunId(started, resolvedYaml);
+  const runDir = join(experimentDir, runId);
+  await Deno.mkdir(join(runDir, "phases"), { recursive: true });
+  await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), resolvedYaml);
+
+  const hashes: Record<string, string> = { "experiment.resolved.yaml": await sha256Hex(resolvedYaml) };
+  if (options.experimentFile) {
+    try {
+      hashes[options.experimentFile] = await sha256Hex(await Deno.readFile(options.experimentFile));
+    } catch { /* a --set-only run may have no file on disk */ }
+  }
+  const manifest: Manifest = await newManifest(options.experimentFile, hashes);
+  const manifestPath = join(runDir, "manifest.json");
+  await writeJsonAtomic(manifestPath, manifest);
+
+  const states = new Map<string, PhaseState>(nodes.map((n) => [n.name, { node: n, status: "pending" }]));
+  const progress = options.progress;
+  progress.runStart(exp.name, runDir, nodes.filter((n) => selected.has(n.name)).length);
+
+  const skip = (name: string, message: string) => {
+    const s = states.get(name)!;
+    if (s.status !== "pending") return;
+    s.status = "skipped";
+    s.summary = {
+      name,
+      role: s.node.role,
+      status: "skipped",
+      cached: false,
+      wall_s: 0,
+      exit_code: null,
+      message,
+      consumes: s.node.consumes,
+    };
+  };
+  for (const n of nodes) if (!selected.has(n.name)) skip(n.name, "not selected (--only)");
+
+  let stopLaunching = false;
+  const running = new Set<Promise<void>>();
+  const parallel = Math.max(1, exp.parallel);
+
+  const launch = async (state: PhaseState) => {
+    state.status = "running";
+    await runPhase(exp, state, states, runDir, options, manifest, manifestPath);
+    const status = state.summary!.status;
+    state.status = status;
+    if (status !== "ok") {
+      for (const dep of dependentsOf(nodes, state.node.name)) {
+        skip(dep, `not run: it needs ${state.node.name}, which ${status === "timeout" ? "timed out" : "failed"}`);
+      }
+      if (!options.keepGoing) stopLaunching = true;
+    }
+  };
+
+  for (;;) {
+    if (interruption()) stopLaunching = true;
+    if (!stopLaunching) {
+      for (const state of states.values()) {
+        if (running.size >= parallel) break;
+        if (state.status !== "pending") continue;
+        if (!state.node.consumes.every((c) => states.get(c)!.status === "ok")) continue;
+        const p: Promise<void> = launch(state).finally(() => running.delete(p));
+        running.add(p);
+      }
+    }
+    if (running.size === 0) break;
+    await Promise.race(running);
+  }
+  const interrupted = interruption();
+  for (const state of states.values()) {
+    if (state.status === "pending") {
+      skip(
+        state.node.name,
+        interrupted
+          ? `not run: the harness was interrupted (${interrupted.reason})`
+          : "not run: an earlier phase failed (use --keep-going to run independent phases)",
+      );
+    }
+  }
+
+  // Judge the evidence.
+  const phaseSummaries = nodes.map((n) => states.get(n.name)!.summary!);
+  const evidence: PhaseEvidence[] = nodes
+    .filter((n) => selected.has(n.name) && (n.role !== "convert" && n.role !== "plan"))
+    .map((n) => {
+      const s = states.get(n.name)!;
+      const source = s.paths ? metricsSource(n, phaseVarsOf(exp, s, options), options.baseDir) : undefined;
+      return {
+        name: n.name,
+        role: n.role,
+        status: s.summary!.status,
+        metricsPath: source?.path,
+        metrics: source?.options,
+        resumeKind: n.resumeKind,
+        topology: n.topology,
+        lane: n.lane,
+      };
+    });
+  const gradAccum = typeof exp.trainer.args?.grad_accum === "number" ? exp.trainer.args.grad_accum : undefined;
+  const evaluation = await evaluateRun({
+    steps: exp.schedule.steps,
+    saveAt: exp.schedule.save_at,
+    gradAccum,
+    metrics: exp.metrics,
+    compare: exp.compare,
+    tolerance: exp.tolerance,
+    phases: evidence,
+  });
+
+  const planSync = nodes.flatMap((n) => {
+    const p = states.get(n.name)!.plan;
+    return p ? [p] : [];
+  });
+  const verdicts: Verdict[] = [evaluation.verdict];
+  if (phaseSummaries.some((p) => p.status === "failed" || p.status === "timeout")) verdicts.push("ERROR");
+  if (interrupted) verdicts.push("ERROR");
+  if (planSync.some((p) => !p.verified)) verdicts.push("FAIL");
+  const verdict = worstVerdict(verdicts);
+  const finished = new Date();
+  const summary: RunSummary = {
+    schema_version: 1,
+    harness_version: HARNESS_VERSION,
+    experiment: exp.name,
+    run_id: runId,
+    started_at: started.toISOString(),
+    finished_at: finished.toISOString(),
+    verdict,
+    exit_code: EXIT_CODES[verdict],
+    wall_s: round3((finished.getTime() - started.getTime()) / 1000),
+    children_wall_s: round3(phaseSummaries.reduce((a, p) => a + (p.cached ? 0 : p.wall_s), 0)),
+    interrupted: interrupted !== null,
+    steps: exp.schedule.steps,
+    save_at: exp.schedule.save_at,
+    phases: phaseSummaries,
+    comparisons: evaluation.comparisons,
+    state_checks: evaluation.state_checks,
+    plan_sync: planSync,
+    noise_floor: evaluation.noise_floor,
+    diagnostics: evaluation.diagnostics,
+    git_commit: manifest.git.commit,
+  };
+  if (interrupted) {
+    summary.diagnostics.push({
+      level: "error",
+      code: "interrupted",
+      message: `the harness was interrupted by ${interrupted.reason}; completed phases are kept`,
+    });
+  }
+
+  await writeTextAtomic(join(runDir, "losses.csv"), lossesCsv(evaluation.series, "loss"));
+  await writeJsonAtomic(join(runDir, "summary.json"), summary);
+  try {
+    await renderRun(runDir);
+  } catch (e) {
+    // Reports are derived data: a rendering bug must not lose the verdict.
+    progress.note(`warning: report rendering failed: ${e instanceof Error ? e.message : e}`);
+  }
+  await appendHistory(options.resultsDir, summary);
+  await updateLatest(experimentDir, runId);
+  progress.runEnd(exp.name, verdict, summary.wall_s, relative(Deno.cwd(), runDir) || runDir);
+  return { runDir, summary };
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+function phaseVarsOf(exp: Experiment, s: PhaseState, options: RunOptions): Record<string, string> {
+  return phaseCommand(exp, s.node, s.paths!, options.baseDir, options.harnessEnv).vars;
+}
+
+async function phasePaths(
+  exp: Experiment,
+  node: PhaseNode,
+  states: Map<string, PhaseState>,
+  runDir: string,
+): Promise<PhasePaths> {
+  const dir = join(runDir, "phases", node.name);
+  const paths: PhasePaths = { dir, metricsFile: join(dir, "metrics.jsonl") };
+  const split = states.get("split")?.paths;
+  const tag = split?.checkpointDir
+    ? await splitTagFolder(split.checkpointDir, exp.schedule.save_at)
+    : undefined;
+  if (node.role === "split") paths.checkpointDir = join(dir, "checkpoints");
+  if (node.role === "convert") {
+    paths.native = tag;
+    paths.universal = join(dir, `global_step${exp.schedule.save_at}_universal`);
+  }
+  if (node.role === "plan") {
+    paths.native = tag;
+    paths.target = join(dir, "target.json");
+    paths.planOut = join(dir, "plan.json");
+  }
+  if (node.role === "resume") {
+    if (node.resumeKind === "universal") {
+      const convert = states.get("convert")?.paths;
+      paths.resumeFrom = convert?.universal;
+      paths.checkpointDir = convert?.dir;
+    } else {
+      paths.resumeFrom = tag;
+      paths.checkpointDir = split?.checkpointDir;
+      if (node.resumeKind === "plan") paths.plan = states.get(`plan-${node.policy}`)?.paths?.planOut;
+    }
+  }
+  return paths;
+}
+
+/** Checks the artifact a phase must leave behind; returns a message when it is missing. */
+async function missingArtifact(node: PhaseNode, paths: PhasePaths, saveAt: number): Promise<string | null> {
+  if (node.role === "split") {
+    const tag = await splitTagFolder(paths.checkpointDir!, saveAt);
+    if (!(await exists(tag))) return `missing artifact: checkpoint ${tag} was not written`;
+  }
+  if (node.role === "convert" && !(await exists(paths.universal!))) {
+    return `missing artifact: universal checkpoint ${paths.universal} was not written`;
+  }
+  if (node.role === "plan" && !(await exists(paths.planOut!))) {
+    return `missing artifact: plan ${paths.planOut} was not written`;
+  }
+  return null;
+}
+
+async function runPhase(
+  exp: Experiment,
+  state: PhaseState,
+  states: Map<string, PhaseState>,
+  runDir: string,
+  options: RunOptions,
+  manifest: Manifest,
+  manifestPath: string,
+): Promise<void> {
+  const node = state.node;
+  const paths = await phasePaths(exp, node, states, runDir);
+  state.paths = paths;
+  await Deno.mkdir(paths.dir, { recursive: true });
+  if (paths.target) await writeJsonAtomic(paths.target, targetDocument(node));
+  const cmd = phaseCommand(exp, node, paths, options.baseDir, options.harnessEnv);
+  recordChild(manifest, node.name, cmd.argv, cmd.env, cmd.cwd);
+  await writeJsonAtomic(manifestPath, manifest);
+
+  const startedAt = new Date();
+  const progress = options.progress;
+  const follow = node.tool === "trainer"
+    ? progress.followMetrics(node.name, paths.metricsFile, node.stopAt)
+    : progress.phaseStart(node.name);
+  const result = await runChild({
+    argv: cmd.argv,
+    env: cmd.env,
+    cwd: cmd.cwd,
+    timeoutMs: cmd.timeoutS * 1000,
+    stdoutPath: join(paths.dir, "stdout.log"),
+    stderrPath: join(paths.dir, "stderr.log"),
+  });
+  follow.stop();
+
+  let status: PhaseStatus = result.status === "ok" ? "ok" : result.status === "timeout" ? "timeout" : "failed";
+  let message = result.status === "interrupted"
+    ? `interrupted by ${interruption()?.reason ?? "a signal"}`
+    : result.message;
+  if (status === "ok") {
+    const missing = await missingArtifact(node, paths, exp.schedule.save_at);
+    if (missing) {
+      status = "failed";
+      message = missing;
+    }
+  }
+  if (status === "ok" && node.role === "plan") {
+    state.plan = await checkPlanFile(node.name, node.policy!, paths.planOut!, exp.plan_sync?.element_size);
+    if (!state.plan.verified) {
+      status = "failed";
+      message = `plan rejected by the verifier: ${state.plan.error}`;
+    }
+  }
+  const summary: PhaseSummary = {
+    name: node.name,
+    role: node.role,
+    status,
+    cached: false,
+    wall_s: round3(result.wallS),
+    exit_code: result.exitCode,
+    consumes: node.consumes,
+  };
+  if (status !== "ok") {
+    summary.message = message;
+    summary.log_tail = result.logTail;
+  }
+  state.summary = summary;
+  await writeJsonAtomic(join(paths.dir, "phase.json"), {
+    ...summary,
+    signal: result.signal,
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    argv: cmd.argv,
+    cwd: cmd.cwd,
+    topology: JSON.parse(node.topology),
+    outputs: {
+      metrics: paths.metricsFile,
+      checkpoint_dir: paths.checkpointDir,
+      universal: paths.universal,
+      plan: paths.planOut,
+    },
+  });
+  progress.phaseEnd(node.name, status, summary.wall_s, message);
+}
