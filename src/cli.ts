@@ -12,13 +12,13 @@ import { verifyPlanCommand } from "./affine/mod.ts";
 import {
   experimentJsonSchema,
   formatValidationErrors,
-  loadExperiments,
+  readExperimentFile,
   validateCommand,
 } from "./experiment/mod.ts";
 import type { Experiment } from "./experiment/schema.ts";
 import { compareCommand } from "./parity/mod.ts";
 import { consoleProgress } from "./pipeline/console_progress.ts";
-import { type RunResult, runExperiment } from "./pipeline/runner.ts";
+import { runExperiment, type RunResult } from "./pipeline/runner.ts";
 import { EXIT_CODES, worstVerdict } from "./pipeline/summary.ts";
 import { installSignalHandlers } from "./process/mod.ts";
 import { historyCommand, reportCommand, writeSuiteIndex } from "./report/mod.ts";
@@ -26,7 +26,8 @@ import { historyCommand, reportCommand, writeSuiteIndex } from "./report/mod.ts"
 const USAGE = `usage: parity <command> [options]
 
 commands:
-  run <file>... [--results DIR] [--set KEY.PATH=VALUE]... [--only PHASE]... [--keep-going] [--quiet]
+  run <file>... [--results DIR] [--set KEY.PATH=VALUE]... [--only PHASE]... [--force [PHASE]]...
+      [--keep-going] [--wait] [--quiet]
                          run experiments (same as: deno task run-experiment)
   validate <file>... [--set KEY.PATH=VALUE]...
                          check experiment files without running anything
@@ -42,16 +43,39 @@ exit codes: 0 PASS, 1 FAIL, 2 bad input or usage, 3 ERROR, 4 ABSTAIN`;
 /** Usage problem: printed with the usage text, exit code 2. */
 class UsageError extends Error {}
 
+/**
+ * `--force` alone re-runs every phase; `--force PHASE` one phase and what depends on it. A bare
+ * `--force` is rewritten to `--force=*` unless the next word is a phase name (not a file, not a
+ * flag), so both spellings of the contract parse.
+ */
+function normalizeForce(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const next = args[i + 1];
+    if (
+      a === "--force" &&
+      (next === undefined || next.startsWith("-") || /\.(ya?ml|json)$/i.test(next))
+    ) {
+      out.push("--force=*");
+    } else {
+      out.push(a);
+    }
+  }
+  return out;
+}
+
 function parseRunArgs(args: string[]) {
   try {
     return parseArgs({
-      args,
+      args: normalizeForce(args),
       allowPositionals: true,
       strict: true,
       options: {
         results: { type: "string", default: "results" },
         set: { type: "string", multiple: true, default: [] },
         only: { type: "string", multiple: true, default: [] },
+        force: { type: "string", multiple: true, default: [] },
         "keep-going": { type: "boolean", default: false },
         quiet: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
@@ -70,14 +94,19 @@ export async function runCommand(args: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length === 0) throw new UsageError("run: name at least one experiment file");
+  const force = values.force.length === 0
+    ? false
+    : values.force.includes("*")
+    ? true
+    : values.force;
 
   const loaded: { file: string; experiment: Experiment }[] = [];
   let invalid = false;
   for (const file of positionals) {
-    const result = await loadExperiments(file, { sets: values.set });
+    const result = await readExperimentFile(file, { sets: values.set });
     if (!result.ok) {
       invalid = true;
-      console.error(formatValidationErrors(file, result.errors));
+      console.error(formatValidationErrors(file, result.errors).join("\n"));
       continue;
     }
     for (const experiment of result.experiments) loaded.push({ file, experiment });
@@ -98,6 +127,7 @@ export async function runCommand(args: string[]): Promise<number> {
           experimentFile: resolve(file),
           only: values.only,
           keepGoing,
+          force,
           progress,
           harnessEnv: Deno.env.toObject(),
         }),
@@ -110,7 +140,11 @@ export async function runCommand(args: string[]): Promise<number> {
   if (suite) {
     const index = await writeSuiteIndex(
       resolve(values.results),
-      results.map((r) => ({ experiment: r.summary.experiment, runDir: r.runDir, summary: r.summary })),
+      results.map((r) => ({
+        experiment: r.summary.experiment,
+        runDir: r.runDir,
+        summary: r.summary,
+      })),
     );
     console.error(`suite index: ${index}`);
   }

@@ -7,13 +7,14 @@
  * @module
  */
 
-import { dirname, fromFileUrl, isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { interpolate } from "../experiment/mod.ts";
 import type { Experiment, ProcessEntry, TrainerArgs } from "../experiment/schema.ts";
 import type { PhaseNode } from "./phases.ts";
 
 /** The project folder (where `deno.json` and `src/` live). */
-export const PROJECT_DIR: string = resolve(dirname(fromFileUrl(import.meta.url)), "../..");
+export const PROJECT_DIR: string = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** The reference trainer's CLI module, launched by the `reference` preset. */
 export const REFERENCE_CLI: string = join(PROJECT_DIR, "src/reference/cli.ts");
@@ -101,7 +102,9 @@ export function phaseVars(
     policy: node.policy ?? "",
     plan_out: paths.planOut ?? "",
   };
-  for (const [k, v] of Object.entries(node.args)) if (v !== undefined) vars[`args.${k}`] = argText(v);
+  for (const [k, v] of Object.entries(node.args)) {
+    if (v !== undefined) vars[`args.${k}`] = argText(v);
+  }
   for (const [k, v] of Object.entries(harnessEnv)) vars[`env.${k}`] = v;
   return vars;
 }
@@ -127,7 +130,15 @@ function referenceArgv(node: PhaseNode, vars: Record<string, string>): string[] 
   const deno = [Deno.execPath(), "run", "-A", "--quiet", REFERENCE_CLI];
   const fault = node.args.fault ? ["--fault", String(node.args.fault)] : [];
   if (node.tool === "converter") {
-    return [...deno, "convert", "--input_folder", vars.native, "--output_folder", vars.universal, ...fault];
+    return [
+      ...deno,
+      "convert",
+      "--input_folder",
+      vars.native,
+      "--output_folder",
+      vars.universal,
+      ...fault,
+    ];
   }
   if (node.tool === "planner") {
     return [
@@ -157,13 +168,20 @@ function referenceArgv(node: PhaseNode, vars: Record<string, string>): string[] 
     vars.metrics_file,
   ];
   if (vars.save_at) argv.push("--save-at", vars.save_at, "--checkpoint-dir", vars.checkpoint_dir);
-  if (vars.resume_from) argv.push("--resume-from", vars.resume_from, "--resume-kind", vars.resume_kind);
+  if (vars.resume_from) {
+    argv.push("--resume-from", vars.resume_from, "--resume-kind", vars.resume_kind);
+  }
   if (vars.plan) argv.push("--plan", vars.plan);
   argv.push(...referenceArgFlags(node.args));
   return argv;
 }
 
-function resolveCwd(entry: ProcessEntry, vars: Record<string, string>, baseDir: string, fallback: string) {
+function resolveCwd(
+  entry: ProcessEntry,
+  vars: Record<string, string>,
+  baseDir: string,
+  fallback: string,
+) {
   if (!entry.cwd) return fallback;
   const cwd = interpolate(entry.cwd, vars);
   return isAbsolute(cwd) ? cwd : resolve(baseDir, cwd);

@@ -74,10 +74,13 @@ export function topologyKey(args: TrainerArgs, reference: boolean): string {
 }
 
 /** Merges override arguments over base arguments (undefined overrides are ignored). */
-export function mergeArgs(base: TrainerArgs | undefined, over: TrainerArgs | undefined): TrainerArgs {
-  const out: TrainerArgs = { ...(base ?? {}) };
+export function mergeArgs(
+  base: TrainerArgs | undefined,
+  over: TrainerArgs | undefined,
+): TrainerArgs {
+  const out: Record<string, unknown> = { ...(base ?? {}) };
   for (const [k, v] of Object.entries(over ?? {})) if (v !== undefined) out[k] = v;
-  return out;
+  return out as TrainerArgs;
 }
 
 /** The converter entry in force: the configured one, or the reference preset by default. */
@@ -117,7 +120,9 @@ export function buildPhaseGraph(exp: Experiment): PhaseNode[] {
   });
 
   const nodes: PhaseNode[] = [train("baseline", "baseline")];
-  nodes.push(train("split", "split", { stopAt: exp.schedule.save_at, saveAt: exp.schedule.save_at }));
+  nodes.push(
+    train("split", "split", { stopAt: exp.schedule.save_at, saveAt: exp.schedule.save_at }),
+  );
 
   const resumes = Object.entries(exp.resume);
   const resumeNode = (name: string, r: (typeof resumes)[number][1], consumes: string[]) => {
@@ -179,7 +184,9 @@ export function buildPhaseGraph(exp: Experiment): PhaseNode[] {
       }
     }
   }
-  for (let k = 1; k <= exp.noise_floor.repeats; k++) nodes.push(train(`baseline-repeat-${k}`, "repeat"));
+  for (let k = 1; k <= exp.noise_floor.repeats; k++) {
+    nodes.push(train(`baseline-repeat-${k}`, "repeat"));
+  }
   return nodes;
 }
 

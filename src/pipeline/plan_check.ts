@@ -5,48 +5,37 @@
  * @module
  */
 
-import { readPlanFile, verifyPlan } from "../affine/mod.ts";
+import { planSyncSummary, verifyPlan } from "../affine/mod.ts";
 import type { PlanSyncSummary } from "./summary.ts";
 
-/** Reads, verifies and summarises one plan file; never throws for a bad plan. */
+/** Reads, verifies and summarises one plan file; never throws for a bad or unreadable plan. */
 export async function checkPlanFile(
   phase: string,
   policy: string,
   path: string,
-  elementSize?: number,
 ): Promise<PlanSyncSummary> {
-  const empty: PlanSyncSummary = {
-    policy,
-    phase,
-    verified: false,
-    segments: 0,
-    moved_bytes: 0,
-    local_bytes: 0,
-    max_process_bytes: 0,
-    mean_process_bytes: 0,
-  };
-  let plan;
+  let raw: unknown;
   try {
-    plan = readPlanFile(await Deno.readTextFile(path));
+    raw = JSON.parse(await Deno.readTextFile(path));
   } catch (e) {
-    return { ...empty, error: `unreadable plan: ${e instanceof Error ? e.message : e}` };
+    return {
+      ...planSyncSummary(policy, { ok: false, error: null, stats: null, executed: false }),
+      phase,
+      error: `unreadable plan ${path}: ${e instanceof Error ? e.message : e}`,
+    };
   }
-  const result = verifyPlan(plan, { elementSize });
-  const stats = result.stats;
-  const perProcess: PlanSyncSummary["per_process"] = {};
-  for (const [proc, load] of Object.entries(stats.perProcess)) {
-    perProcess[proc] = { send: load.send, recv: load.recv, local: load.local };
+  const verdict = verifyPlan(raw);
+  const summary: PlanSyncSummary = { ...planSyncSummary(policy, verdict), phase };
+  const stats = verdict.stats;
+  if (stats) {
+    const per: NonNullable<PlanSyncSummary["per_process"]> = {};
+    for (const [proc, send] of Object.entries(stats.sendBytesByProcess)) {
+      per[proc] = { send, recv: 0 };
+    }
+    for (const [proc, recv] of Object.entries(stats.receiveBytesByProcess)) {
+      per[proc] = { send: per[proc]?.send ?? 0, recv };
+    }
+    summary.per_process = per;
   }
-  return {
-    policy,
-    phase,
-    verified: result.ok,
-    ...(result.ok ? {} : { error: result.errors[0] }),
-    segments: stats.segments,
-    moved_bytes: stats.movedBytes,
-    local_bytes: stats.localBytes,
-    max_process_bytes: stats.maxProcessBytes,
-    mean_process_bytes: stats.meanProcessBytes,
-    per_process: perProcess,
-  };
+  return summary;
 }

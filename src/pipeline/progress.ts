@@ -9,8 +9,8 @@ import { type PhaseStatus, type Verdict } from "./summary.ts";
 
 /** Stops following a phase. */
 export interface Follower {
-  /** Stop reporting this phase's progress. */
-  stop(): void;
+  /** Stop reporting this phase's progress (after one last read of its metrics). */
+  stop(): void | Promise<void>;
 }
 
 /** Progress sink of a run. */

@@ -12,7 +12,15 @@ import type { Experiment } from "../experiment/schema.ts";
 import { evaluateRun, lossesCsv, type PhaseEvidence } from "../parity/mod.ts";
 import { interruption, runChild } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
-import { metricsSource, phaseCommand, type PhasePaths } from "./commands.ts";
+import {
+  type CacheHit,
+  codeInputsDigest,
+  codeInputsOf,
+  findCachedPhase,
+  keyedCommand,
+  phaseCacheKey,
+} from "./cache.ts";
+import { metricsSource, type PhaseCommand, phaseCommand, type PhasePaths } from "./commands.ts";
 import { type Manifest, newManifest, recordChild, sha256Hex } from "./manifest.ts";
 import { buildPhaseGraph, dependentsOf, type PhaseNode } from "./phases.ts";
 import { checkPlanFile } from "./plan_check.ts";
@@ -47,6 +55,8 @@ export interface RunOptions {
   only: string[];
   /** After a failure, run every phase that does not depend on it. */
   keepGoing: boolean;
+  /** Re-run every phase (`true`) or these phases and what depends on them. */
+  force: boolean | string[];
   /** Progress sink. */
   progress: Progress;
   /** Environment visible to `${env.NAME}` placeholders. */
@@ -64,6 +74,10 @@ export interface RunResult {
 interface PhaseState {
   node: PhaseNode;
   status: PhaseStatus | "pending" | "running";
+  /** Cache key, once computed. */
+  key?: string;
+  /** Must run even when a cached result exists. */
+  forced: boolean;
   paths?: PhasePaths;
   summary?: PhaseSummary;
   plan?: PlanSyncSummary;
@@ -122,7 +136,9 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
   await Deno.mkdir(join(runDir, "phases"), { recursive: true });
   await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), resolvedYaml);
 
-  const hashes: Record<string, string> = { "experiment.resolved.yaml": await sha256Hex(resolvedYaml) };
+  const hashes: Record<string, string> = {
+    "experiment.resolved.yaml": await sha256Hex(resolvedYaml),
+  };
   if (options.experimentFile) {
     try {
       hashes[options.experimentFile] = await sha256Hex(await Deno.readFile(options.experimentFile));
@@ -132,7 +148,20 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
   const manifestPath = join(runDir, "manifest.json");
   await writeJsonAtomic(manifestPath, manifest);
 
-  const states = new Map<string, PhaseState>(nodes.map((n) => [n.name, { node: n, status: "pending" }]));
+  const forced = forcedPhases(nodes, options.force);
+  const states = new Map<string, PhaseState>(
+    nodes.map((n) => [n.name, { node: n, status: "pending", forced: forced.has(n.name) }]),
+  );
+  const context: RunContext = {
+    exp,
+    states,
+    runDir,
+    experimentDir,
+    options,
+    manifest,
+    manifestPath,
+    codeDigests: new Map(),
+  };
   const progress = options.progress;
   progress.runStart(exp.name, runDir, nodes.filter((n) => selected.has(n.name)).length);
 
@@ -159,12 +188,17 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
 
   const launch = async (state: PhaseState) => {
     state.status = "running";
-    await runPhase(exp, state, states, runDir, options, manifest, manifestPath);
+    await runPhase(state, context);
     const status = state.summary!.status;
     state.status = status;
     if (status !== "ok") {
       for (const dep of dependentsOf(nodes, state.node.name)) {
-        skip(dep, `not run: it needs ${state.node.name}, which ${status === "timeout" ? "timed out" : "failed"}`);
+        skip(
+          dep,
+          `not run: it needs ${state.node.name}, which ${
+            status === "timeout" ? "timed out" : "failed"
+          }`,
+        );
       }
       if (!options.keepGoing) stopLaunching = true;
     }
@@ -202,7 +236,9 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
     .filter((n) => selected.has(n.name) && (n.role !== "convert" && n.role !== "plan"))
     .map((n) => {
       const s = states.get(n.name)!;
-      const source = s.paths ? metricsSource(n, phaseVarsOf(exp, s, options), options.baseDir) : undefined;
+      const source = s.paths
+        ? metricsSource(n, phaseVarsOf(exp, s, options), options.baseDir)
+        : undefined;
       return {
         name: n.name,
         role: n.role,
@@ -214,7 +250,9 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
         lane: n.lane,
       };
     });
-  const gradAccum = typeof exp.trainer.args?.grad_accum === "number" ? exp.trainer.args.grad_accum : undefined;
+  const gradAccum = typeof exp.trainer.args?.grad_accum === "number"
+    ? exp.trainer.args.grad_accum
+    : undefined;
   const evaluation = await evaluateRun({
     steps: exp.schedule.steps,
     saveAt: exp.schedule.save_at,
@@ -230,7 +268,9 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
     return p ? [p] : [];
   });
   const verdicts: Verdict[] = [evaluation.verdict];
-  if (phaseSummaries.some((p) => p.status === "failed" || p.status === "timeout")) verdicts.push("ERROR");
+  if (phaseSummaries.some((p) => p.status === "failed" || p.status === "timeout")) {
+    verdicts.push("ERROR");
+  }
   if (interrupted) verdicts.push("ERROR");
   if (planSync.some((p) => !p.verified)) verdicts.push("FAIL");
   const verdict = worstVerdict(verdicts);
@@ -317,14 +357,20 @@ async function phasePaths(
     } else {
       paths.resumeFrom = tag;
       paths.checkpointDir = split?.checkpointDir;
-      if (node.resumeKind === "plan") paths.plan = states.get(`plan-${node.policy}`)?.paths?.planOut;
+      if (node.resumeKind === "plan") {
+        paths.plan = states.get(`plan-${node.policy}`)?.paths?.planOut;
+      }
     }
   }
   return paths;
 }
 
 /** Checks the artifact a phase must leave behind; returns a message when it is missing. */
-async function missingArtifact(node: PhaseNode, paths: PhasePaths, saveAt: number): Promise<string | null> {
+async function missingArtifact(
+  node: PhaseNode,
+  paths: PhasePaths,
+  saveAt: number,
+): Promise<string | null> {
   if (node.role === "split") {
     const tag = await splitTagFolder(paths.checkpointDir!, saveAt);
     if (!(await exists(tag))) return `missing artifact: checkpoint ${tag} was not written`;
@@ -338,21 +384,123 @@ async function missingArtifact(node: PhaseNode, paths: PhasePaths, saveAt: numbe
   return null;
 }
 
-async function runPhase(
-  exp: Experiment,
+/** Everything a phase needs to know about its run. */
+interface RunContext {
+  exp: Experiment;
+  states: Map<string, PhaseState>;
+  runDir: string;
+  experimentDir: string;
+  options: RunOptions;
+  manifest: Manifest;
+  manifestPath: string;
+  /** Code-input digests by tool, computed once per run. */
+  codeDigests: Map<string, Promise<string>>;
+}
+
+/** `--force`: every phase, or the named ones and everything that depends on them. */
+function forcedPhases(nodes: PhaseNode[], force: boolean | string[]): Set<string> {
+  if (force === true) return new Set(nodes.map((n) => n.name));
+  if (force === false) return new Set();
+  const names = new Set(nodes.map((n) => n.name));
+  const out = new Set<string>();
+  for (const name of force) {
+    if (!names.has(name)) {
+      throw new Error(`--force ${name}: no such phase (phases: ${[...names].join(", ")})`);
+    }
+    out.add(name);
+    for (const d of dependentsOf(nodes, name)) out.add(d);
+  }
+  return out;
+}
+
+async function computeKey(state: PhaseState, ctx: RunContext, cmd: PhaseCommand): Promise<string> {
+  const node = state.node;
+  const inputs = codeInputsOf(node);
+  const digestKey = `${node.tool}:${inputs.join("\0")}`;
+  if (!ctx.codeDigests.has(digestKey)) {
+    ctx.codeDigests.set(
+      digestKey,
+      codeInputsDigest(inputs, ctx.options.baseDir, ctx.options.harnessEnv),
+    );
+  }
+  const keyed = keyedCommand(cmd.argv, cmd.env, cmd.vars);
+  const consumed = node.consumes.map((c) => ctx.states.get(c)!.key ?? "");
+  return await phaseCacheKey(
+    node,
+    keyed.argv,
+    keyed.env,
+    consumed,
+    await ctx.codeDigests.get(digestKey)!,
+  );
+}
+
+/** Reuses an earlier completed phase: links its files into this run and points at its artifacts. */
+async function reusePhase(
   state: PhaseState,
-  states: Map<string, PhaseState>,
-  runDir: string,
-  options: RunOptions,
-  manifest: Manifest,
-  manifestPath: string,
+  ctx: RunContext,
+  hit: CacheHit,
+  key: string,
 ): Promise<void> {
   const node = state.node;
+  const dir = join(ctx.runDir, "phases", node.name);
+  await Deno.mkdir(dir, { recursive: true });
+  for (const file of ["metrics.jsonl", "stdout.log", "stderr.log"]) {
+    try {
+      await Deno.symlink(join(hit.phaseDir, file), join(dir, file));
+    } catch { /* a phase without that file */ }
+  }
+  const o = hit.record.outputs ?? {};
+  state.paths = {
+    dir: hit.phaseDir,
+    metricsFile: o.metrics ?? join(hit.phaseDir, "metrics.jsonl"),
+    checkpointDir: o.checkpoint_dir,
+    universal: o.universal,
+    planOut: o.plan,
+  };
+  let status: PhaseStatus = "ok";
+  let message: string | undefined;
+  if (node.role === "plan") {
+    state.plan = await checkPlanFile(node.name, node.policy!, o.plan!);
+    if (!state.plan.verified) {
+      status = "failed";
+      message = `plan rejected by the verifier: ${state.plan.error}`;
+    }
+  }
+  state.key = key;
+  state.summary = {
+    name: node.name,
+    role: node.role,
+    status,
+    cached: true,
+    wall_s: 0,
+    exit_code: hit.record.exit_code,
+    cache_key: key,
+    consumes: node.consumes,
+    source_run: hit.runDir,
+    ...(message ? { message } : {}),
+  };
+  await writeJsonAtomic(join(dir, "phase.json"), {
+    ...state.summary,
+    reused_wall_s: hit.record.wall_s,
+    outputs: { ...o, dir: hit.phaseDir },
+  });
+  ctx.options.progress.phaseEnd(node.name, status, 0, message ?? `cached from ${hit.runDir}`);
+}
+
+async function runPhase(state: PhaseState, ctx: RunContext): Promise<void> {
+  const { exp, states, runDir, options, manifest, manifestPath } = ctx;
+  const node = state.node;
   const paths = await phasePaths(exp, node, states, runDir);
+  const cmd = phaseCommand(exp, node, paths, options.baseDir, options.harnessEnv);
+  const key = await computeKey(state, ctx, cmd);
+  state.key = key;
+  if (!state.forced) {
+    const hit = await findCachedPhase(ctx.experimentDir, node.name, key, runDir);
+    if (hit) return await reusePhase(state, ctx, hit, key);
+  }
   state.paths = paths;
   await Deno.mkdir(paths.dir, { recursive: true });
   if (paths.target) await writeJsonAtomic(paths.target, targetDocument(node));
-  const cmd = phaseCommand(exp, node, paths, options.baseDir, options.harnessEnv);
   recordChild(manifest, node.name, cmd.argv, cmd.env, cmd.cwd);
   await writeJsonAtomic(manifestPath, manifest);
 
@@ -369,9 +517,13 @@ async function runPhase(
     stdoutPath: join(paths.dir, "stdout.log"),
     stderrPath: join(paths.dir, "stderr.log"),
   });
-  follow.stop();
+  await follow.stop();
 
-  let status: PhaseStatus = result.status === "ok" ? "ok" : result.status === "timeout" ? "timeout" : "failed";
+  let status: PhaseStatus = result.status === "ok"
+    ? "ok"
+    : result.status === "timeout"
+    ? "timeout"
+    : "failed";
   let message = result.status === "interrupted"
     ? `interrupted by ${interruption()?.reason ?? "a signal"}`
     : result.message;
@@ -383,7 +535,7 @@ async function runPhase(
     }
   }
   if (status === "ok" && node.role === "plan") {
-    state.plan = await checkPlanFile(node.name, node.policy!, paths.planOut!, exp.plan_sync?.element_size);
+    state.plan = await checkPlanFile(node.name, node.policy!, paths.planOut!);
     if (!state.plan.verified) {
       status = "failed";
       message = `plan rejected by the verifier: ${state.plan.error}`;
@@ -396,6 +548,7 @@ async function runPhase(
     cached: false,
     wall_s: round3(result.wallS),
     exit_code: result.exitCode,
+    cache_key: key,
     consumes: node.consumes,
   };
   if (status !== "ok") {
@@ -412,6 +565,7 @@ async function runPhase(
     cwd: cmd.cwd,
     topology: JSON.parse(node.topology),
     outputs: {
+      dir: paths.dir,
       metrics: paths.metricsFile,
       checkpoint_dir: paths.checkpointDir,
       universal: paths.universal,

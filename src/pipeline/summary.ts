@@ -119,8 +119,6 @@ export interface ProcessLoad {
   send: number;
   /** Bytes this process receives from other processes. */
   recv: number;
-  /** Bytes copied inside this process. */
-  local: number;
 }
 
 /** Verification and cost of one replica policy's plan. */

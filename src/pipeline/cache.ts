@@ -1,0 +1,279 @@
+/**
+ * The phase cache. A phase's key hashes everything that determines its output: its resolved
+ * argv and environment with paths abstracted (secret-looking variables left out), the keys of
+ * the phases it consumes, the schedule and seed, and the digest of its declared code inputs. A
+ * completed phase with the same key in any earlier run of the experiment is reused by
+ * reference — its metrics, logs and checkpoints stay where they are, nothing is copied.
+ *
+ * @module
+ */
+
+import { join, relative, resolve } from "node:path";
+import { isSecretName } from "../process/mod.ts";
+import { PROJECT_DIR } from "./commands.ts";
+import { sha256Hex } from "./manifest.ts";
+import { canonicalJson, type PhaseNode } from "./phases.ts";
+import { listRuns, readJsonIfExists } from "./run_store.ts";
+import type { PhaseSummary } from "./summary.ts";
+
+/** Bump when the meaning of a key changes, so old entries stop matching. */
+const CACHE_FORMAT = 1;
+
+/** Placeholder values that are paths: abstracted in keys, since each run has its own folder. */
+const PATH_VARS = [
+  "checkpoint_dir",
+  "resume_from",
+  "plan",
+  "metrics_file",
+  "run_dir",
+  "native",
+  "universal",
+  "source_checkpoint",
+  "target",
+  "plan_out",
+];
+
+/** What a completed phase left behind, as recorded in its phase.json. */
+export interface PhaseRecord extends PhaseSummary {
+  /** Where its artifacts are. */
+  outputs?: {
+    metrics?: string;
+    checkpoint_dir?: string;
+    universal?: string;
+    plan?: string;
+    dir?: string;
+  };
+  /** Set by `gc` / `keep_checkpoints` when the phase's checkpoints were deleted. */
+  artifacts_pruned?: boolean;
+}
+
+/** A reusable earlier phase. */
+export interface CacheHit {
+  /** The run folder that produced the artifacts. */
+  runDir: string;
+  /** Its phase folder. */
+  phaseDir: string;
+  /** Its phase.json. */
+  record: PhaseRecord;
+}
+
+/** Replaces every path placeholder value by a token naming the variable. */
+export function abstractPaths(vars: Record<string, string>): Record<string, string> {
+  const out = { ...vars };
+  for (const k of PATH_VARS) if (out[k]) out[k] = `<${k}>`;
+  return out;
+}
+
+/** The argv with the machine-specific prefixes (Deno binary, project folder) abstracted. */
+function abstractArgv(argv: string[]): string[] {
+  return argv.map((a) => a === Deno.execPath() ? "<deno>" : a.replaceAll(PROJECT_DIR, "<project>"));
+}
+
+async function hashTree(path: string, into: string[]): Promise<void> {
+  const info = await Deno.stat(path);
+  if (info.isFile) {
+    into.push(`${path}:${await sha256Hex(await Deno.readFile(path))}`);
+    return;
+  }
+  const names: string[] = [];
+  for await (const e of Deno.readDir(path)) {
+    if (e.name === "node_modules" || e.name.startsWith(".")) continue;
+    if (e.isFile && /_test\.ts$/.test(e.name)) continue; // tests do not change a trainer's output
+    names.push(e.name);
+  }
+  for (const name of names.sort()) await hashTree(join(path, name), into);
+}
+
+function expandEnv(text: string, env: Record<string, string>): string {
+  return text.replace(
+    /\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (_m, a, b) => env[a ?? b] ?? "",
+  );
+}
+
+/**
+ * Digest of declared code inputs: a file or folder (content hash), or `!program args...` whose
+ * standard output joins the key (split on spaces, never run through a shell; `$NAME` and
+ * `${env.NAME}` are expanded from the harness environment). A missing path or a failing
+ * command is part of the digest too, so it cannot silently match a working one.
+ */
+export async function codeInputsDigest(
+  inputs: readonly string[],
+  baseDir: string,
+  env: Record<string, string>,
+): Promise<string> {
+  const parts: string[] = [];
+  for (const input of inputs) {
+    if (input.startsWith("!")) {
+      const argv = expandEnv(input.slice(1), env).trim().split(/\s+/);
+      try {
+        const out = await new Deno.Command(argv[0], {
+          args: argv.slice(1),
+          cwd: baseDir,
+          stdout: "piped",
+          stderr: "null",
+        })
+          .output();
+        parts.push(`${input}=>${out.code}:${new TextDecoder().decode(out.stdout)}`);
+      } catch (e) {
+        parts.push(`${input}=>error:${e instanceof Error ? e.name : e}`);
+      }
+      continue;
+    }
+    const path = resolve(baseDir, expandEnv(input, env));
+    const found: string[] = [];
+    try {
+      await hashTree(path, found);
+    } catch {
+      found.push(`${path}:missing`);
+    }
+    parts.push(...found.map((f) => f.replace(path, input)));
+  }
+  return await sha256Hex(parts.join("\n"));
+}
+
+/** Code inputs of a phase: the declared ones, plus the reference trainer's sources for presets. */
+export function codeInputsOf(node: PhaseNode): string[] {
+  const declared = node.entry.code_inputs ?? [];
+  if (node.entry.preset !== "reference") return declared;
+  return [...declared, join(PROJECT_DIR, "src/reference"), join(PROJECT_DIR, "src/affine")];
+}
+
+/** The cache key of a phase. */
+export async function phaseCacheKey(
+  node: PhaseNode,
+  argv: string[],
+  env: Record<string, string>,
+  consumedKeys: string[],
+  codeDigest: string,
+): Promise<string> {
+  const keptEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (!isSecretName(k)) keptEnv[k] = v;
+  const material = {
+    format: CACHE_FORMAT,
+    deno: Deno.version.deno,
+    phase: node.name,
+    role: node.role,
+    tool: node.tool,
+    argv: abstractArgv(argv),
+    env: keptEnv,
+    metrics: node.entry.metrics ?? null,
+    consumes: consumedKeys,
+    code: codeDigest,
+  };
+  return (await sha256Hex(canonicalJson(material))).slice(0, 32);
+}
+
+/** Resolves argv and env of a phase with its path placeholders abstracted (the key's view). */
+export function keyedCommand(
+  argv: string[],
+  env: Record<string, string>,
+  vars: Record<string, string>,
+): { argv: string[]; env: Record<string, string> } {
+  const abstract = abstractPaths(vars);
+  const swap = (s: string) => {
+    let out = s;
+    for (const k of PATH_VARS) if (vars[k]) out = out.replaceAll(vars[k], abstract[k]);
+    return out;
+  };
+  return {
+    argv: argv.map(swap),
+    env: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, swap(v)])),
+  };
+}
+
+async function exists(path: string | undefined): Promise<boolean> {
+  if (!path) return false;
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the artifacts a completed phase's consumers need are still there. */
+async function artifactsPresent(record: PhaseRecord): Promise<boolean> {
+  const o = record.outputs ?? {};
+  if (record.role === "split" || record.role === "convert" || record.role === "plan") {
+    if (record.artifacts_pruned) return false;
+  }
+  if (record.role === "split") {
+    const dir = o.checkpoint_dir;
+    if (!dir) return false;
+    let tag: string;
+    try {
+      tag = (await Deno.readTextFile(join(dir, "latest"))).trim();
+    } catch {
+      return false;
+    }
+    return await exists(join(dir, tag));
+  }
+  if (record.role === "convert") return await exists(o.universal);
+  if (record.role === "plan") return await exists(o.plan);
+  return await exists(o.metrics);
+}
+
+/**
+ * Finds the newest earlier completed phase with the same key among the experiment's runs.
+ * A phase folder without its completion marker (phase.json written last) never matches.
+ */
+export async function findCachedPhase(
+  experimentDir: string,
+  phase: string,
+  key: string,
+  currentRunDir: string,
+): Promise<CacheHit | undefined> {
+  const runs = (await listRuns(experimentDir)).reverse();
+  for (const runDir of runs) {
+    if (resolve(runDir) === resolve(currentRunDir)) continue;
+    const phaseDir = join(runDir, "phases", phase);
+    let record: PhaseRecord | undefined;
+    try {
+      record = await readJsonIfExists<PhaseRecord>(join(phaseDir, "phase.json"));
+    } catch {
+      continue; // unreadable marker: not complete
+    }
+    if (!record || record.status !== "ok" || record.cache_key !== key) continue;
+    if (!(await artifactsPresent(record))) continue;
+    const source = record.source_run ?? runDir;
+    return {
+      runDir: source,
+      phaseDir: record.source_run ? join(source, "phases", phase) : phaseDir,
+      record,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Moves aside phase folders of earlier runs that have no completion marker (a crash or kill
+ * left them half-written): `phases/<name>` becomes `phases/<name>.incomplete`, kept for
+ * diagnosis and never reused. Call only while holding the experiment's lock.
+ */
+export async function quarantineIncomplete(
+  experimentDir: string,
+  currentRunDir: string,
+): Promise<string[]> {
+  const moved: string[] = [];
+  for (const runDir of await listRuns(experimentDir)) {
+    if (resolve(runDir) === resolve(currentRunDir)) continue;
+    const phasesDir = join(runDir, "phases");
+    let entries: Deno.DirEntry[] = [];
+    try {
+      entries = await Array.fromAsync(Deno.readDir(phasesDir));
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      if (!e.isDirectory || e.name.includes(".incomplete")) continue;
+      const dir = join(phasesDir, e.name);
+      if (await exists(join(dir, "phase.json"))) continue;
+      const target = `${dir}.incomplete`;
+      if (await exists(target)) continue;
+      await Deno.rename(dir, target);
+      moved.push(relative(experimentDir, target));
+    }
+  }
+  return moved;
+}

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { ExperimentObjectSchema } from "../experiment/schema.ts";
+import { buildPhaseGraph, canonicalJson, dependentsOf, topologyKey } from "./phases.ts";
+
+const placement = (ranks: number[][]) => ({
+  version: 1,
+  num_experts: 4,
+  ep_size: ranks.length,
+  ranks: ranks.map((experts, rank) => ({ rank, experts })),
+});
+
+function experiment(extra: Record<string, unknown> = {}) {
+  return ExperimentObjectSchema.parse({
+    name: "t",
+    schedule: { steps: 40, save_at: 20 },
+    trainer: {
+      preset: "reference",
+      args: { world_size: 4, ep_size: 2, placement: placement([[0, 1, 2], [2, 3]]) },
+    },
+    resume: {
+      native: { from: "native" },
+      universal: { from: "universal" },
+      reshard: {
+        from: "universal",
+        args: { world_size: 2, placement: placement([[0, 3], [1, 2, 3]]) },
+      },
+    },
+    ...extra,
+  });
+}
+
+Deno.test("buildPhaseGraph() orders phases and wires what each consumes", () => {
+  const nodes = buildPhaseGraph(experiment({ noise_floor: { repeats: 2 } }));
+  assert.deepEqual(nodes.map((n) => n.name), [
+    "baseline",
+    "split",
+    "resume-native",
+    "convert",
+    "resume-universal",
+    "resume-reshard",
+    "baseline-repeat-1",
+    "baseline-repeat-2",
+  ]);
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  assert.deepEqual(byName.get("resume-native")!.consumes, ["split"]);
+  assert.deepEqual(byName.get("resume-universal")!.consumes, ["convert"]);
+  assert.equal(byName.get("split")!.stopAt, 20);
+  assert.equal(byName.get("split")!.saveAt, 20);
+  assert.equal(byName.get("baseline")!.stopAt, 40);
+  assert.equal(byName.get("resume-reshard")!.args.world_size, 2);
+  assert.equal(
+    byName.get("resume-reshard")!.args.ep_size,
+    2,
+    "unspecified keys come from trainer.args",
+  );
+});
+
+Deno.test("buildPhaseGraph() gives a resume on the saved topology the split's topology key", () => {
+  const byName = new Map(buildPhaseGraph(experiment()).map((n) => [n.name, n]));
+  assert.equal(byName.get("resume-native")!.topology, byName.get("split")!.topology);
+  assert.equal(byName.get("resume-universal")!.topology, byName.get("split")!.topology);
+  assert.notEqual(byName.get("resume-reshard")!.topology, byName.get("split")!.topology);
+});
+
+Deno.test("buildPhaseGraph() adds a plan and a plan resume per policy sharing the reshard topology", () => {
+  const nodes = buildPhaseGraph(experiment({
+    plan_sync: {
+      target: { world_size: 2, placement: placement([[0, 3], [1, 2, 3]]) },
+      policies: ["first_holder", "balanced"],
+    },
+  }));
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  assert.ok(byName.has("plan-first_holder") && byName.has("plan-balanced"));
+  const planResume = byName.get("resume-plan-balanced")!;
+  assert.deepEqual(planResume.consumes, ["plan-balanced", "split"]);
+  assert.equal(planResume.resumeKind, "plan");
+  assert.equal(planResume.topology, byName.get("resume-reshard")!.topology);
+});
+
+Deno.test("buildPhaseGraph() needs no convert phase without a universal resume", () => {
+  const nodes = buildPhaseGraph(experiment({ resume: { native: { from: "native" } } }));
+  assert.ok(!nodes.some((n) => n.name === "convert"));
+});
+
+Deno.test("dependentsOf() follows consumption transitively", () => {
+  const nodes = buildPhaseGraph(experiment());
+  assert.deepEqual(
+    [...dependentsOf(nodes, "split")].sort(),
+    ["convert", "resume-native", "resume-reshard", "resume-universal"],
+  );
+  assert.deepEqual([...dependentsOf(nodes, "baseline")], []);
+});
+
+Deno.test("topologyKey() ignores faults for the reference preset but not for commands", () => {
+  assert.equal(
+    topologyKey({ world_size: 2, fault: "x" }, true),
+    topologyKey({ world_size: 2 }, true),
+  );
+  assert.notEqual(
+    topologyKey({ world_size: 2, fault: "x" }, false),
+    topologyKey({ world_size: 2 }, false),
+  );
+});
+
+Deno.test("canonicalJson() sorts keys at every depth", () => {
+  assert.equal(
+    canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: null } }),
+    '{"a":{"c":null,"d":[1,{"x":1,"y":2}]},"b":1}',
+  );
+});

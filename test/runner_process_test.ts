@@ -1,0 +1,143 @@
+/**
+ * End-to-end runner behaviour with real processes: a trainer that crashes, one that hangs past
+ * its timeout, and a harness stopped by a signal each end with the right phase status, exit
+ * code 3, the log tail in the report, and nothing left in the process table.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { findProcesses, uniqueMarker, waitForNoProcesses } from "../src/process/mod.ts";
+import { CLI, denoCommand, latestSummary, PROJECT, runCli, writeExperiment } from "./_harness.ts";
+
+function commandExperiment(name: string, command: string[], extra: Record<string, unknown> = {}) {
+  return {
+    name,
+    schedule: { steps: 6, save_at: 3 },
+    trainer: { command, timeout: 60, ...extra },
+    resume: { native: { from: "native" } },
+  };
+}
+
+Deno.test("run: a trainer that exits 1 is a failed phase, exit 3, log tail in the report", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = await writeExperiment(
+      dir,
+      "crash.yaml",
+      commandExperiment("crash", denoCommand("fail_trainer.ts")),
+    );
+    const results = join(dir, "results");
+    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(run.code, 3, run.stderr);
+    const summary = await latestSummary(results, "crash");
+    assert.equal(summary.verdict, "ERROR");
+    const baseline = summary.phases.find((p) => p.name === "baseline")!;
+    assert.equal(baseline.status, "failed");
+    assert.equal(baseline.exit_code, 1);
+    assert.match(baseline.message!, /exited with code 1/);
+    assert.match(baseline.log_tail!, /boom: CUDA out of memory/);
+    assert.ok(
+      summary.phases.filter((p) => p.name !== "baseline").every((p) => p.status === "skipped"),
+    );
+    const report = await Deno.readTextFile(join(results, "crash", "latest", "report.md"));
+    assert.match(report, /boom: CUDA out of memory/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+for (const keepGoing of [false, true]) {
+  Deno.test(`run: a failed baseline ${keepGoing ? "with" : "without"} --keep-going`, async () => {
+    const dir = await Deno.makeTempDir();
+    try {
+      const exp = commandExperiment("kg", denoCommand("echo_trainer.ts"), {
+        env: { FAIL_PHASE: "baseline" },
+      });
+      const file = await writeExperiment(dir, "kg.yaml", exp);
+      const results = join(dir, "results");
+      const run = await runCli([
+        "run",
+        file,
+        "--results",
+        results,
+        "--quiet",
+        ...(keepGoing ? ["--keep-going"] : []),
+      ]);
+      assert.equal(run.code, 3, run.stderr);
+      const summary = await latestSummary(results, "kg");
+      const statuses = summary.phases.map((p) => `${p.name}:${p.status}`);
+      if (keepGoing) {
+        // Only what depends on the failure stops; the independent phases run and are compared.
+        assert.deepEqual(statuses, ["baseline:failed", "split:ok", "resume-native:ok"]);
+        const check = summary.state_checks.find((c) => c.phase === "resume-native")!;
+        assert.equal(check.available, false, "the fixture emits no digests");
+      } else {
+        assert.deepEqual(statuses, ["baseline:failed", "split:skipped", "resume-native:skipped"]);
+        assert.match(summary.phases[1].message!, /--keep-going/);
+      }
+      assert.equal(summary.verdict, "ERROR");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
+
+Deno.test("run: a trainer hanging past its timeout is killed with its grandchildren", async () => {
+  const dir = await Deno.makeTempDir();
+  const marker = uniqueMarker("hang");
+  try {
+    const exp = commandExperiment("hang", denoCommand("hang_trainer.ts", marker), { timeout: 1.5 });
+    const file = await writeExperiment(dir, "hang.yaml", exp);
+    const results = join(dir, "results");
+    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(run.code, 3, run.stderr);
+    const summary = await latestSummary(results, "hang");
+    const baseline = summary.phases.find((p) => p.name === "baseline")!;
+    assert.equal(baseline.status, "timeout");
+    assert.match(baseline.message!, /timed out/);
+    assert.match(baseline.log_tail!, /hanging with marker/);
+    assert.deepEqual(await findProcesses(marker), [], "no grandchild survives the timeout");
+  } finally {
+    await waitForNoProcesses(marker, 3000).catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  Deno.test(`run: ${signal} to the harness stops every child and records the run as interrupted`, async () => {
+    const dir = await Deno.makeTempDir();
+    const marker = uniqueMarker("sig");
+    try {
+      const file = await writeExperiment(
+        dir,
+        "sig.yaml",
+        commandExperiment("sig", denoCommand("hang_trainer.ts", marker), { timeout: 600 }),
+      );
+      const results = join(dir, "results");
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--quiet", CLI, "run", file, "--results", results, "--quiet"],
+        cwd: PROJECT,
+        stdout: "null",
+        stderr: "piped",
+      }).spawn();
+      // Wait until the trainer's grandchild exists, then signal the harness only.
+      for (let i = 0; i < 100 && (await findProcesses(marker)).length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok((await findProcesses(marker)).length > 0, "the hanging trainer started");
+      child.kill(signal);
+      const status = await child.status;
+      await child.stderr.cancel();
+      assert.equal(status.code, 3);
+      assert.deepEqual(await findProcesses(marker), [], "no process of the phase survives");
+      const summary = await latestSummary(results, "sig");
+      assert.equal(summary.interrupted, true);
+      assert.equal(summary.verdict, "ERROR");
+      assert.equal(summary.phases[0].status, "failed");
+      assert.match(summary.phases[0].message!, /interrupted/);
+    } finally {
+      await waitForNoProcesses(marker, 3000).catch(() => {});
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
