@@ -40,3 +40,12 @@ export class InvalidReplicaPolicyError extends AffineError {
     this.name = "InvalidReplicaPolicyError";
   }
 }
+
+/** A planning limit of `PlanBudget` was exhausted: the plan is refused, never truncated. */
+export class PlanBudgetError extends AffineError {
+  /** Creates the error with a message that names the exhausted limit. */
+  constructor(message: string) {
+    super(message);
+    this.name = "PlanBudgetError";
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * The detection matrix: for every fault the reference trainer offers, what the harness must
+ * report when the quickstart runs with `--set trainer.args.fault=<name>` (save at step 20). The
+ * README's table is this data; `detection_matrix_*_test.ts` assert it against real runs.
+ *
+ * @module
+ */
+
+/** What one fault must produce. */
+export interface Detection {
+  /** Fault name. */
+  fault: string;
+  /** A comparison that must FAIL, with the first divergent step it must report. */
+  comparison: string;
+  /** First divergent step of that comparison. */
+  step: number;
+  /** State component the restored-state check of `statePhase` must name, if any. */
+  state?: string;
+  /** Resume phase whose state check names `state`. */
+  statePhase?: string;
+  /** A diagnostic code the run must carry, if any. */
+  diagnostic?: string;
+  /** A phase that must fail (the converter refusing), if any. */
+  failedPhase?: string;
+  /** What the reader should take from the row. */
+  note: string;
+}
+
+/** Every fault of the reference trainer and its expected detection. */
+export const DETECTION_MATRIX: Detection[] = [
+  {
+    fault: "skip-rng-restore",
+    comparison: "baseline~resume-native",
+    step: 21,
+    state: "rng",
+    statePhase: "resume-native",
+    note: "dropout masks restart: every resume diverges at the first resumed step",
+  },
+  {
+    fault: "skip-sampler-restore",
+    comparison: "baseline~resume-native",
+    step: 21,
+    state: "sampler",
+    statePhase: "resume-native",
+    note: "data order restarts: every resume diverges at the first resumed step",
+  },
+  {
+    fault: "skip-scheduler-restore",
+    comparison: "baseline~resume-native",
+    step: 22,
+    state: "lr_scheduler",
+    statePhase: "resume-native",
+    diagnostic: "lr-schedule-mismatch",
+    note: "the LR of step 21 differs (pre-flight names both values); the loss follows at 22",
+  },
+  {
+    fault: "reset-adam-step",
+    comparison: "baseline~resume-native",
+    step: 22,
+    state: "optimizer_step",
+    statePhase: "resume-native",
+    note: "bias correction restarts: the first update differs, so the loss at 22",
+  },
+  {
+    fault: "drop-exp-avg-sq",
+    comparison: "baseline~resume-universal",
+    step: 22,
+    state: "exp_avg_sq",
+    statePhase: "resume-universal",
+    note: "the converter zeroes second moments: universal resumes only; native passes",
+  },
+  {
+    fault: "master-from-bf16",
+    comparison: "baseline~resume-universal",
+    step: 22,
+    state: "params",
+    statePhase: "resume-universal",
+    note: "fp32 master rebuilt from bf16 weights: same forward at 21, different update",
+  },
+  {
+    fault: "mid-accumulation-save",
+    comparison: "baseline~resume-native",
+    step: 21,
+    diagnostic: "save-mid-accumulation",
+    note: "saved inside an accumulation window: state checks pass, pre-flight and the loss catch it",
+  },
+  {
+    fault: "converter-transpose",
+    comparison: "baseline~resume-universal",
+    step: 21,
+    state: "params",
+    statePhase: "resume-universal",
+    note: "column-split head merged as row-split: universal weights wrong from the first step",
+  },
+  {
+    fault: "replica-drift",
+    comparison: "baseline~resume-native",
+    step: 21,
+    state: "params",
+    statePhase: "resume-native",
+    failedPhase: "convert",
+    note: "replicas disagree on disk: native resume diverges, the converter refuses",
+  },
+  {
+    fault: "save-perturbs-rng",
+    comparison: "baseline~resume-native",
+    step: 21,
+    note: "saving consumed RNG: loaded equals saved, only the loss comparison can catch it",
+  },
+];
