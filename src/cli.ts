@@ -20,6 +20,8 @@ import { compareCommand } from "./parity/mod.ts";
 import { consoleProgress } from "./pipeline/console_progress.ts";
 import { runExperiment, type RunResult } from "./pipeline/runner.ts";
 import { EXIT_CODES, worstVerdict } from "./pipeline/summary.ts";
+import { gcCommand } from "./pipeline/gc.ts";
+import { LockHeldError } from "./pipeline/lock.ts";
 import { installSignalHandlers } from "./process/mod.ts";
 import { historyCommand, reportCommand, writeSuiteIndex } from "./report/mod.ts";
 
@@ -37,6 +39,8 @@ commands:
                          verify a transfer plan and print its statistics
   report <run-dir>       re-render every output of a finished run
   history [results-dir]  trend chart and table of past runs
+  gc [results-dir] [--dry-run] [--experiment NAME]
+                         delete checkpoints that no cached phase still needs
 
 exit codes: 0 PASS, 1 FAIL, 2 bad input or usage, 3 ERROR, 4 ABSTAIN`;
 
@@ -77,6 +81,7 @@ function parseRunArgs(args: string[]) {
         only: { type: "string", multiple: true, default: [] },
         force: { type: "string", multiple: true, default: [] },
         "keep-going": { type: "boolean", default: false },
+        wait: { type: "boolean", default: false },
         quiet: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
@@ -128,6 +133,7 @@ export async function runCommand(args: string[]): Promise<number> {
           only: values.only,
           keepGoing,
           force,
+          wait: values.wait,
           progress,
           harnessEnv: Deno.env.toObject(),
         }),
@@ -171,6 +177,8 @@ export async function main(argv: string[]): Promise<number> {
         return await reportCommand(rest);
       case "history":
         return await historyCommand(rest);
+      case "gc":
+        return await gcCommand(rest);
       case undefined:
       case "help":
       case "--help":
@@ -184,6 +192,10 @@ export async function main(argv: string[]): Promise<number> {
     if (e instanceof UsageError) {
       console.error(`parity: ${e.message}\n\n${USAGE}`);
       return 2;
+    }
+    if (e instanceof LockHeldError) {
+      console.error(`parity: ${e.message}`);
+      return 3;
     }
     throw e;
   }

@@ -67,7 +67,10 @@ Deno.test("run: each malformed file alone exits 2 with a message naming a path",
       const code = await main(["run", file, "--results", join(dir, "results")]);
       assert.equal(code, 2, `${basename(file)} exits 2`);
       const text = errors.join("\n");
-      assert.ok(text.startsWith(file), `${basename(file)}: message starts with the file name: ${text}`);
+      assert.ok(
+        text.startsWith(file),
+        `${basename(file)}: message starts with the file name: ${text}`,
+      );
     }
     assert.equal(await exists(join(dir, "results")), false);
   } finally {

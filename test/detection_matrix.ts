@@ -82,7 +82,8 @@ export const DETECTION_MATRIX: Detection[] = [
     comparison: "baseline~resume-native",
     step: 21,
     diagnostic: "save-mid-accumulation",
-    note: "saved inside an accumulation window: state checks pass, pre-flight and the loss catch it",
+    note:
+      "saved inside an accumulation window: state checks pass, pre-flight and the loss catch it",
   },
   {
     fault: "converter-transpose",

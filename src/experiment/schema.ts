@@ -1,8 +1,8 @@
 /**
  * The experiment file schema (zod 4). Every object is strict, so a misspelt key is an error
  * that names its path. Cross-field rules (save_at < steps, phase names in `compare`, reference
- * arguments, placeholders) run in {@link ExperimentSchema}'s refinement so that all problems of
- * one file are reported together.
+ * arguments, placeholders) live in `rules.ts` and run after this schema, so that all problems of
+ * one file are reported together (see {@link ExperimentObjectSchema}).
  *
  * @module
  */
@@ -23,18 +23,34 @@ export const REFERENCE_FAULTS = [
   "save-perturbs-rng",
 ] as const;
 
-const positiveInt = z.int("expected an integer").positive("expected a positive integer");
-const scalar = z.union([z.string(), z.number(), z.boolean()]);
+const positiveInt = z.int("expected a positive integer").positive("expected a positive integer");
+const nonNegativeInt = z.int("expected a non-negative integer")
+  .nonnegative("expected a non-negative integer");
+const nonNegativeNumber = z.number("expected a number").nonnegative("expected a number >= 0");
+const scalar = z.union(
+  [z.string(), z.number(), z.boolean()],
+  "expected a string, number or boolean",
+);
+const envName = z.string().regex(
+  /^[A-Za-z_][A-Za-z0-9_]*$/,
+  "expected an environment variable name (letters, digits and _, not starting with a digit)",
+);
+const envMap = z.record(envName, z.string('expected a string (quote numbers: "1")'));
 
 /** AutoEP placement descriptor (validated in depth by the trainer and src/affine). */
 const PlacementSchema = z.object({
-  version: z.literal(1),
-  num_experts: positiveInt,
-  ep_size: positiveInt,
+  version: z.literal(1, "expected 1 (AutoEP placement descriptor version)"),
+  num_experts: positiveInt.describe("global number of experts E"),
+  ep_size: positiveInt.describe("expert-parallel ranks P; `ranks` has exactly P entries"),
   ranks: z.array(
-    z.object({ rank: z.int().nonnegative(), experts: z.array(z.int().nonnegative()) }).strict(),
-  ),
-}).strict();
+    z.object({
+      rank: nonNegativeInt.describe("EP-local rank in [0, ep_size)"),
+      experts: z.array(nonNegativeInt).describe("global expert ids in local packed order"),
+    }).strict(),
+  ).describe("one entry per EP rank; an expert on several ranks is replicated"),
+}).strict().describe(
+  "AutoEP placement descriptor: {version: 1, num_experts, ep_size, ranks: [{rank, experts}]}",
+);
 
 /**
  * Arguments of a trainer. For the `reference` preset the known keys become flags
@@ -42,125 +58,166 @@ const PlacementSchema = z.object({
  * key is available to templates as `${args.<key>}`.
  */
 export const TrainerArgsSchema = z.object({
-  world_size: positiveInt.optional().describe("data-parallel ranks"),
-  ep_size: positiveInt.optional().describe("expert-parallel ranks (divides world_size)"),
-  placement: z.union([PlacementSchema, z.string()]).optional()
+  world_size: positiveInt.optional().describe("data-parallel ranks").meta({ examples: [4] }),
+  ep_size: positiveInt.optional().describe("expert-parallel ranks (divides world_size)")
+    .meta({ examples: [2] }),
+  placement: z.union(
+    [PlacementSchema, z.string()],
+    "expected a placement mapping {version, num_experts, ep_size, ranks} or a path to one",
+  ).optional()
     .describe("AutoEP placement descriptor, or a path to one"),
-  zero_stage: z.union([z.literal(1), z.literal(2), z.literal(3)], "expected 1, 2 or 3").optional(),
-  precision: z.enum(["fp32", "bf16"]).optional(),
+  zero_stage: z.union([z.literal(1), z.literal(2), z.literal(3)], "expected 1, 2 or 3").optional()
+    .describe("ZeRO stage"),
+  precision: z.enum(["fp32", "bf16"]).optional().describe("module weight precision"),
   grad_accum: positiveInt.optional().describe("micro-batches per optimizer step"),
-  fault: z.string().optional().describe("inject one named resume bug (reference trainer)"),
-}).catchall(scalar);
+  fault: z.string().optional().describe("inject one named resume bug (reference trainer)")
+    .meta({ examples: ["skip-rng-restore"] }),
+}).catchall(scalar).describe(
+  "trainer arguments: reference-preset flags, or values for ${args.<key>} in command templates",
+);
 
 /** How metrics are read from a trainer. */
 export const MetricsSchema = z.object({
-  format: z.enum(["jsonl", "deepspeed-csv", "log", "tensorboard"]).default("jsonl"),
+  format: z.enum(["jsonl", "deepspeed-csv", "log", "tensorboard"]).default("jsonl")
+    .describe("metrics source format"),
   path: z.string().optional().describe("file or folder template; default ${metrics_file}"),
-  pattern: z.string().optional().describe("log format: regex with named groups step and loss"),
+  pattern: z.string().optional().describe("log format: regex with named groups step and loss")
+    .meta({ examples: ["step (?<step>\\d+) loss (?<loss>\\S+)"] }),
   step_unit: z.enum(["step", "samples"]).default("step")
     .describe("deepspeed-csv: what the step column counts"),
   samples_per_step: positiveInt.optional().describe("deepspeed-csv with samples: global batch"),
-}).strict();
+}).strict().describe("where and how the phase's metrics are read");
 
 /** Flaky-infrastructure retries. */
 export const RetrySchema = z.object({
-  attempts: z.int().min(1).max(10),
-  on: z.array(z.string()).min(1).describe("regexes matched against the log tail"),
-}).strict();
+  attempts: z.int("expected an integer from 1 to 10").min(1, "expected at least 1")
+    .max(10, "expected at most 10").describe("total attempts, the first included"),
+  on: z.array(z.string().min(1, "expected a non-empty regex")).min(1, "expected at least one regex")
+    .describe("regexes matched against the log tail").meta({ examples: [["NCCL timeout"]] }),
+}).strict().describe("re-run a phase whose log tail matches (never a parity failure)");
 
 /** A trainer, converter or planner: a `preset` or a `command` argv template. */
 export const ProcessSchema = z.object({
-  preset: z.literal("reference").optional(),
-  command: z.array(z.string()).min(1, "expected at least the program").optional(),
+  preset: z.literal("reference", 'expected "reference"').optional()
+    .describe("built-in program expanded into a command line (exclusive with command)"),
+  command: z.array(z.string("expected a string (argv entries are strings)"))
+    .min(1, "expected at least the program").optional()
+    .describe("argv template with ${placeholders}; never passed through a shell")
+    .meta({ examples: [["python", "train.py", "--steps", "${steps}"]] }),
   args: TrainerArgsSchema.optional(),
-  env: z.record(z.string(), z.string()).optional(),
-  cwd: z.string().optional(),
-  timeout: z.number().positive("expected a positive number of seconds").default(3600),
+  env: envMap.optional().describe("extra environment; values may use ${placeholders}"),
+  cwd: z.string().optional().describe("working folder template"),
+  timeout: z.number("expected a number of seconds").positive(
+    "expected a positive number of seconds",
+  )
+    .default(3600).describe("seconds before the process group is stopped"),
   metrics: MetricsSchema.optional(),
-  code_inputs: z.array(z.string()).optional()
+  code_inputs: z.array(z.string().min(1, "expected a non-empty string")).optional()
     .describe("files, folders or `!command` whose content joins the phase cache key"),
   retry: RetrySchema.optional(),
-}).strict();
+}).strict().describe("a program: `preset: reference` or a `command` argv template");
 
-const phaseSuffix = z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "lowercase letters, digits, - and _");
+const phaseSuffix = z.string().regex(
+  /^[a-z0-9][a-z0-9_-]*$/,
+  "expected lowercase letters, digits, '-' and '_', starting with a letter or digit",
+);
 
 /** One resume of the split checkpoint. */
 export const ResumeSchema = z.object({
-  from: z.enum(["native", "universal"]),
+  from: z.enum(["native", "universal"]).describe("checkpoint kind to resume from"),
   args: TrainerArgsSchema.optional().describe("topology overrides for this resume"),
-  env: z.record(z.string(), z.string()).optional(),
+  env: envMap.optional().describe("extra environment for this resume"),
   lane: z.enum(["exact", "tolerance"]).optional()
     .describe("lane against the baseline; default exact on the saved topology, else tolerance"),
-}).strict();
+}).strict().describe("one resume of the split checkpoint: phase resume-<name>");
 
 /** Tolerance lane settings. */
 export const ToleranceSchema = z.object({
-  rtol: z.number().nonnegative().default(1e-4),
-  atol: z.number().nonnegative().default(0),
-  max_failures: z.int().nonnegative().default(0),
-}).strict();
+  rtol: nonNegativeNumber.default(1e-4).describe("relative tolerance"),
+  atol: nonNegativeNumber.default(0).describe("absolute tolerance"),
+  max_failures: nonNegativeInt.default(0).describe("steps allowed outside the tolerance"),
+}).strict().describe("fixed tolerance lane settings");
 
 /** Settings of `tolerance: auto` (Megatron's compute_golden_statistics rule). */
 export const AutoToleranceSchema = z.object({
-  auto: z.literal(true),
-  multiplier: z.number().positive().default(1.5),
-  floor: z.number().nonnegative().default(1e-3),
-  atol: z.number().nonnegative().default(0),
-  max_failures: z.int().nonnegative().default(0),
-}).strict();
+  auto: z.literal(true, "expected true"),
+  multiplier: z.number("expected a number").positive("expected a positive number").default(1.5)
+    .describe("rtol = max(max relative deviation of the repeats × multiplier, floor)"),
+  floor: nonNegativeNumber.default(1e-3).describe("lower bound of the derived rtol"),
+  atol: nonNegativeNumber.default(0),
+  max_failures: nonNegativeInt.default(0),
+}).strict().describe("tolerance derived from the noise floor");
 
 /** An explicit comparison. */
 export const CompareSchema = z.object({
-  name: z.string().optional(),
-  a: z.string(),
-  b: z.string(),
+  name: z.string().optional().describe("display name; default a~b"),
+  a: z.string().describe("reference phase").meta({ examples: ["baseline"] }),
+  b: z.string().describe("compared phase").meta({ examples: ["resume-native"] }),
   metric: z.string().default("loss"),
   lane: z.enum(["exact", "tolerance"]).default("exact"),
-  window: z.object({ from: positiveInt, to: positiveInt }).strict().optional(),
-  rtol: z.number().nonnegative().optional(),
-  atol: z.number().nonnegative().optional(),
-  max_failures: z.int().nonnegative().optional(),
-}).strict();
+  window: z.object({
+    from: positiveInt.describe("first step"),
+    to: positiveInt.describe("last step (<= schedule.steps)"),
+  }).strict().optional().describe("steps compared; default the steps both phases logged"),
+  rtol: nonNegativeNumber.optional(),
+  atol: nonNegativeNumber.optional(),
+  max_failures: nonNegativeInt.optional(),
+}).strict().describe("an explicit comparison of two phases");
 
 /** Plan sync: drive the planner for each policy, verify, optionally resume through the plan. */
 export const PlanSyncSchema = z.object({
   target: TrainerArgsSchema.describe(
     "target topology (world_size, ep_size, placement, zero_stage)",
   ),
-  policies: z.array(z.string().regex(/^[a-z0-9_]+$/, "policy names are lowercase_with_underscores"))
-    .min(1),
+  policies: z.array(
+    z.string().regex(/^[a-z0-9_]+$/, "expected a policy name in lowercase_with_underscores"),
+  ).min(1, "expected at least one policy")
+    .describe("one plan-<policy> phase each").meta({ examples: [["first_holder", "balanced"]] }),
   resume: z.boolean().default(true).describe("add resume-plan-<policy> phases"),
   element_size: positiveInt.default(4).describe("bytes per element for plan statistics"),
-}).strict();
+}).strict().describe("plan-path resharding through the affine planner");
 
 /** The experiment file. */
 export const ExperimentObjectSchema = z.object({
-  $schema: z.string().optional(),
-  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "letters, digits, '.', '_' and '-'"),
+  $schema: z.string().optional().describe("JSON Schema reference for editors"),
+  name: z.string().regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
+    "expected letters, digits, '.', '_' and '-', starting with a letter or digit",
+  ).describe("experiment name: results/<name>/").meta({ examples: ["quickstart"] }),
   description: z.string().optional(),
-  seed: z.int().nonnegative().default(1234),
+  seed: nonNegativeInt.default(1234),
   schedule: z.object({
     steps: positiveInt.describe("optimizer steps of the full schedule"),
-    save_at: positiveInt.describe("optimizer step after which the split phase saves"),
+    save_at: positiveInt.describe("optimizer step after which the split phase saves (< steps)"),
   }).strict(),
   trainer: ProcessSchema,
-  converter: ProcessSchema.optional(),
-  planner: ProcessSchema.optional(),
-  resume: z.record(phaseSuffix, ResumeSchema).default({}),
+  converter: ProcessSchema.optional()
+    .describe("universal converter; default the reference preset for a reference trainer"),
+  planner: ProcessSchema.optional()
+    .describe("plan_sync planner; default the reference preset for a reference trainer"),
+  resume: z.record(phaseSuffix, ResumeSchema).default({}).describe("resumes by name"),
   plan_sync: PlanSyncSchema.optional(),
-  noise_floor: z.object({ repeats: z.int().min(0).max(16).default(0) }).strict().default({
-    repeats: 0,
-  }),
-  tolerance: z.union([ToleranceSchema, AutoToleranceSchema]).optional(),
-  metrics: z.array(z.string()).min(1).default(["loss"]).describe("metrics compared by default"),
+  noise_floor: z.object({
+    repeats: z.int("expected an integer from 0 to 16").min(0, "expected at least 0")
+      .max(16, "expected at most 16").default(0)
+      .describe("baseline-repeat-<k> phases measuring run-to-run noise"),
+  }).strict().default({ repeats: 0 }),
+  tolerance: z.union([ToleranceSchema, AutoToleranceSchema]).optional()
+    .describe("tolerance lane defaults"),
+  metrics: z.array(z.string()).min(1, "expected at least one metric").default(["loss"])
+    .describe("metrics compared by default"),
   compare: z.array(CompareSchema).optional(),
   parallel: positiveInt.default(1).describe("phases run at once"),
-  keep_checkpoints: z.enum(["all", "last", "none"]).default("all"),
+  keep_checkpoints: z.enum(["all", "last", "none"]).default("all")
+    .describe("which checkpoints stay on disk after the run"),
   charts: z.object({
     log_scale: z.boolean().default(false),
     max_points: positiveInt.default(2000).describe("display downsampling; never used for judging"),
   }).strict().default({ log_scale: false, max_points: 2000 }),
-  matrix: z.record(z.string(), z.array(scalar).min(1, "expected at least one value")).optional(),
+  matrix: z.record(z.string(), z.array(z.unknown()).min(1, "expected at least one value"))
+    .optional()
+    .describe("dotted.path -> values; one experiment per combination, named name[k=v,...]")
+    .meta({ examples: [{ "trainer.args.zero_stage": [1, 2, 3] }] }),
 }).strict();
 
 /** Parsed experiment (defaults filled in). */

@@ -175,6 +175,21 @@ Deno.test("acquireRunLock() takes over a lock whose process has exited, and says
   });
 });
 
+Deno.test("acquireRunLock() takes over from a real holder killed with SIGKILL", async () => {
+  await withTempDir(async (dir) => {
+    const holder = spawnHolder(dir, 60_000, "nowait");
+    await holder.until("acquired");
+    Deno.kill(holder.pid, "SIGKILL");
+    await holder.done();
+    const reasons: string[] = [];
+    const lock = await acquireRunLock(dir, {
+      onTakeover: (h, why) => reasons.push(`${h.pid}: ${why}`),
+    });
+    deepEqual(reasons, [`${holder.pid}: process ${holder.pid} no longer exists`]);
+    equal(await lock.release(), true);
+  });
+});
+
 Deno.test("acquireRunLock() takes over a lock whose PID now belongs to another process", async () => {
   await withTempDir(async (dir) => {
     // Our own PID is alive, but with a start time that is not ours: a reused PID.

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { effectiveConverter, effectivePlanner, mergeArgs, programArgs } from "../experiment/mod.ts";
 import type { Experiment, ProcessEntry, TrainerArgs } from "../experiment/schema.ts";
 import type { PhaseRole } from "./summary.ts";
 
@@ -73,26 +74,6 @@ export function topologyKey(args: TrainerArgs, reference: boolean): string {
   return canonicalJson(picked);
 }
 
-/** Merges override arguments over base arguments (undefined overrides are ignored). */
-export function mergeArgs(
-  base: TrainerArgs | undefined,
-  over: TrainerArgs | undefined,
-): TrainerArgs {
-  const out: Record<string, unknown> = { ...(base ?? {}) };
-  for (const [k, v] of Object.entries(over ?? {})) if (v !== undefined) out[k] = v;
-  return out as TrainerArgs;
-}
-
-/** The converter entry in force: the configured one, or the reference preset by default. */
-export function converterEntry(exp: Experiment): ProcessEntry {
-  return exp.converter ?? { preset: "reference", timeout: exp.trainer.timeout };
-}
-
-/** The planner entry in force: the configured one, or the reference preset by default. */
-export function plannerEntry(exp: Experiment): ProcessEntry {
-  return exp.planner ?? { preset: "reference", timeout: exp.trainer.timeout };
-}
-
 /**
  * Builds the phase graph of an experiment, in execution order: baseline, split, native
  * resumes, convert, universal resumes, plans and plan resumes, then the noise-floor repeats
@@ -145,9 +126,9 @@ export function buildPhaseGraph(exp: Experiment): PhaseNode[] {
       name: "convert",
       role: "convert",
       tool: "converter",
-      entry: converterEntry(exp),
+      entry: effectiveConverter(exp)!,
       consumes: ["split"],
-      args: baseArgs,
+      args: programArgs(exp, "converter"),
       topology: savedTopology,
       stopAt: exp.schedule.save_at,
     });
@@ -158,14 +139,15 @@ export function buildPhaseGraph(exp: Experiment): PhaseNode[] {
   if (exp.plan_sync) {
     const targetArgs = mergeArgs(baseArgs, exp.plan_sync.target);
     const targetTopology = topologyKey(targetArgs, reference);
+    const plannerArgs = programArgs(exp, "planner");
     for (const policy of exp.plan_sync.policies) {
       nodes.push({
         name: `plan-${policy}`,
         role: "plan",
         tool: "planner",
-        entry: plannerEntry(exp),
+        entry: effectivePlanner(exp)!,
         consumes: ["split"],
-        args: targetArgs,
+        args: plannerArgs,
         topology: targetTopology,
         policy,
         stopAt: exp.schedule.save_at,

@@ -19,11 +19,15 @@ import {
   findCachedPhase,
   keyedCommand,
   phaseCacheKey,
+  quarantineIncomplete,
 } from "./cache.ts";
 import { metricsSource, type PhaseCommand, phaseCommand, type PhasePaths } from "./commands.ts";
 import { type Manifest, newManifest, recordChild, sha256Hex } from "./manifest.ts";
 import { buildPhaseGraph, dependentsOf, type PhaseNode } from "./phases.ts";
+import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
+import { acquireRunLock } from "./lock.ts";
 import { checkPlanFile } from "./plan_check.ts";
+import { moveAttemptAside, shouldRetry } from "./retry.ts";
 import type { Progress } from "./progress.ts";
 import {
   experimentFolderName,
@@ -57,6 +61,8 @@ export interface RunOptions {
   keepGoing: boolean;
   /** Re-run every phase (`true`) or these phases and what depends on them. */
   force: boolean | string[];
+  /** Wait for another run holding the experiment's lock instead of failing. */
+  wait?: boolean;
   /** Progress sink. */
   progress: Progress;
   /** Environment visible to `${env.NAME}` placeholders. */
@@ -126,14 +132,37 @@ function targetDocument(node: PhaseNode): Record<string, unknown> {
 
 /** Runs one experiment to completion (or interruption) and writes its results folder. */
 export async function runExperiment(exp: Experiment, options: RunOptions): Promise<RunResult> {
+  const experimentDir = join(options.resultsDir, experimentFolderName(exp.name));
+  const progress = options.progress;
+  const lock = await acquireRunLock(experimentDir, {
+    wait: options.wait,
+    onWait: (h) =>
+      progress.note(`waiting for the run of PID ${h.pid} (started ${h.started_at}) to finish`),
+    onTakeover: (h, reason) =>
+      progress.note(`took over the lock of PID ${h.pid} (started ${h.started_at}): ${reason}`),
+  });
+  try {
+    return await runLocked(exp, options, experimentDir);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function runLocked(
+  exp: Experiment,
+  options: RunOptions,
+  experimentDir: string,
+): Promise<RunResult> {
   const started = new Date();
   const nodes = buildPhaseGraph(exp);
   const selected = selectPhases(nodes, options.only);
-  const experimentDir = join(options.resultsDir, experimentFolderName(exp.name));
   const resolvedYaml = toYaml(exp);
   const runId = newRunId(started, resolvedYaml);
   const runDir = join(experimentDir, runId);
   await Deno.mkdir(join(runDir, "phases"), { recursive: true });
+  for (const moved of await quarantineIncomplete(experimentDir, runDir)) {
+    options.progress.note(`moved aside an incomplete phase folder: ${moved}`);
+  }
   await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), resolvedYaml);
 
   const hashes: Record<string, string> = {
@@ -315,6 +344,8 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
   }
   await appendHistory(options.resultsDir, summary);
   await updateLatest(experimentDir, runId);
+  if (exp.keep_checkpoints === "none") await pruneRunCheckpoints(runDir);
+  if (exp.keep_checkpoints === "last") await pruneOlderRuns(experimentDir);
   progress.runEnd(exp.name, verdict, summary.wall_s, relative(Deno.cwd(), runDir) || runDir);
   return { runDir, summary };
 }
@@ -500,25 +531,47 @@ async function runPhase(state: PhaseState, ctx: RunContext): Promise<void> {
   }
   state.paths = paths;
   await Deno.mkdir(paths.dir, { recursive: true });
-  if (paths.target) await writeJsonAtomic(paths.target, targetDocument(node));
   recordChild(manifest, node.name, cmd.argv, cmd.env, cmd.cwd);
   await writeJsonAtomic(manifestPath, manifest);
 
   const startedAt = new Date();
   const progress = options.progress;
-  const follow = node.tool === "trainer"
-    ? progress.followMetrics(node.name, paths.metricsFile, node.stopAt)
-    : progress.phaseStart(node.name);
-  const result = await runChild({
-    argv: cmd.argv,
-    env: cmd.env,
-    cwd: cmd.cwd,
-    timeoutMs: cmd.timeoutS * 1000,
-    stdoutPath: join(paths.dir, "stdout.log"),
-    stderrPath: join(paths.dir, "stderr.log"),
-  });
-  await follow.stop();
-
+  const retries: { attempt: number; matched: string; message: string }[] = [];
+  let attempt = 1;
+  let result;
+  for (;;) {
+    if (paths.target) await writeJsonAtomic(paths.target, targetDocument(node));
+    const follow = node.tool === "trainer"
+      ? progress.followMetrics(node.name, paths.metricsFile, node.stopAt)
+      : progress.phaseStart(node.name);
+    result = await runChild({
+      argv: cmd.argv,
+      env: cmd.env,
+      cwd: cmd.cwd,
+      timeoutMs: cmd.timeoutS * 1000,
+      stdoutPath: join(paths.dir, "stdout.log"),
+      stderrPath: join(paths.dir, "stderr.log"),
+    });
+    await follow.stop();
+    const status = result.status === "ok"
+      ? "ok"
+      : result.status === "timeout"
+      ? "timeout"
+      : "failed";
+    const decision = result.status === "interrupted"
+      ? { retry: false }
+      : shouldRetry(node.entry.retry, attempt, status, result.logTail);
+    if (!decision.retry) break;
+    const aside = await moveAttemptAside(paths.dir, attempt);
+    retries.push({ attempt, matched: decision.matched!, message: result.message });
+    progress.phaseEnd(
+      node.name,
+      status,
+      result.wallS,
+      `${result.message}; retrying (log matched ${decision.matched}, attempt kept in ${aside})`,
+    );
+    attempt++;
+  }
   let status: PhaseStatus = result.status === "ok"
     ? "ok"
     : result.status === "timeout"
@@ -550,6 +603,8 @@ async function runPhase(state: PhaseState, ctx: RunContext): Promise<void> {
     exit_code: result.exitCode,
     cache_key: key,
     consumes: node.consumes,
+    attempts: attempt,
+    ...(retries.length > 0 ? { retries } : {}),
   };
   if (status !== "ok") {
     summary.message = message;

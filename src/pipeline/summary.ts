@@ -35,6 +35,8 @@ export interface PhaseSummary {
   log_tail?: string;
   /** Number of attempts (more than 1 after flaky-infrastructure retries). */
   attempts?: number;
+  /** Attempts that failed and were retried: which `retry.on` pattern matched their log. */
+  retries?: { attempt: number; matched: string; message: string }[];
   /** Cache key of the phase's inputs. */
   cache_key?: string;
   /** Phases whose outputs this phase consumes. */

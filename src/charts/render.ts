@@ -1,0 +1,194 @@
+/**
+ * Headless rendering: vega-lite spec → vega → SVG (renderer "none", no DOM) → PNG through
+ * resvg-wasm with the DejaVu Sans font from the `dejavu-fonts-ttf` npm package, so text is drawn
+ * identically on every machine. Needs only read permission (for the wasm and the font).
+ *
+ * @module
+ */
+
+import * as vl from "vega-lite";
+import * as vega from "vega";
+import { initWasm, Resvg } from "@resvg/resvg-wasm";
+import type { ChartSpec } from "./_spec.ts";
+
+/** Scale factor of PNG renders relative to the SVG's CSS pixels. */
+export const PNG_SCALE = 2;
+
+let fontPromise: Promise<Uint8Array> | null = null;
+let wasmPromise: Promise<void> | null = null;
+
+async function readResolved(specifier: string): Promise<Uint8Array> {
+  return await Deno.readFile(new URL(import.meta.resolve(specifier)));
+}
+
+/** Initialises resvg-wasm and loads the font, once per process. */
+function ready(): Promise<Uint8Array> {
+  if (!wasmPromise) {
+    wasmPromise = readResolved("@resvg/resvg-wasm/index_bg.wasm").then((bytes) => initWasm(bytes));
+    // A failed init must not poison later attempts with a cached rejection.
+    wasmPromise.catch(() => (wasmPromise = null));
+  }
+  if (!fontPromise) {
+    fontPromise = readResolved("dejavu-fonts-ttf/ttf/DejaVuSans.ttf");
+    fontPromise.catch(() => (fontPromise = null));
+  }
+  return wasmPromise.then(() => fontPromise!);
+}
+
+/** Warnings raised while compiling or rendering a spec (kept out of the console). */
+export interface RenderWarnings {
+  /** Messages, in order. */
+  messages: string[];
+}
+
+function collectingLogger(warnings: string[]) {
+  let level = 0;
+  const logger = {
+    level(l?: number) {
+      if (l === undefined) return level;
+      level = l;
+      return logger;
+    },
+    error(...args: unknown[]) {
+      warnings.push(`error: ${args.join(" ")}`);
+      return logger;
+    },
+    warn(...args: unknown[]) {
+      warnings.push(args.join(" "));
+      return logger;
+    },
+    info() {
+      return logger;
+    },
+    debug() {
+      return logger;
+    },
+  };
+  return logger;
+}
+
+/**
+ * The spec without its interactive-only parts: interval selections bound to scales (zoom/pan in
+ * report.html) mean nothing in a static image, and they make vega-lite clip every mark, which
+ * roughly doubles resvg's rasterising time.
+ */
+export function staticSpec(spec: ChartSpec): ChartSpec {
+  const strip = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(strip);
+    if (node === null || typeof node !== "object") return node;
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (key === "params" && Array.isArray(value)) {
+        const kept = value.filter((p) => (p as { bind?: unknown })?.bind !== "scales");
+        if (kept.length > 0) out.params = strip(kept);
+      } else out[key] = strip(value);
+    }
+    return out;
+  };
+  return strip(spec) as ChartSpec;
+}
+
+/**
+ * Compiles a vega-lite spec to a vega spec.
+ *
+ * @param spec The vega-lite spec.
+ * @param warnings Receives compiler warnings instead of the console.
+ */
+export function compileSpec(spec: ChartSpec, warnings: string[] = []): vega.Spec {
+  type Options = NonNullable<Parameters<typeof vl.compile>[1]>;
+  // vega tags inlined data rows in place; compile a copy so the caller's spec stays plain JSON.
+  const compiled = vl.compile(structuredClone(spec) as unknown as vl.TopLevelSpec, {
+    logger: collectingLogger(warnings) as unknown as Options["logger"],
+  });
+  return compiled.spec as vega.Spec;
+}
+
+/**
+ * Renders a vega-lite spec to an SVG string.
+ *
+ * @example
+ * ```ts
+ * import { renderSvg } from "./render.ts";
+ * const svg = await renderSvg({ mark: "point", data: { values: [{ x: 1 }] },
+ *   encoding: { x: { field: "x", type: "quantitative" } } });
+ * svg.startsWith("<svg"); // true
+ * ```
+ */
+export async function renderSvg(spec: ChartSpec, warnings: string[] = []): Promise<string> {
+  const view = new vega.View(vega.parse(compileSpec(staticSpec(spec), warnings)), {
+    renderer: "none",
+    logger: collectingLogger(warnings) as unknown as vega.LoggerInterface,
+  });
+  try {
+    return await view.toSVG();
+  } finally {
+    view.finalize();
+  }
+}
+
+/**
+ * Rasterises an SVG to PNG bytes at `scale` times its size, with DejaVu Sans as the only font.
+ */
+export async function svgToPng(svg: string, scale: number = PNG_SCALE): Promise<Uint8Array> {
+  const font = await ready();
+  const resvg = new Resvg(
+    svg,
+    {
+      fitTo: { mode: "zoom", value: scale },
+      background: "white",
+      font: {
+        fontBuffers: [font],
+        loadSystemFonts: false,
+        defaultFontFamily: "DejaVu Sans",
+        sansSerifFamily: "DejaVu Sans",
+      },
+    } as ConstructorParameters<typeof Resvg>[1],
+  );
+  try {
+    const image = resvg.render();
+    try {
+      return image.asPng();
+    } finally {
+      image.free();
+    }
+  } finally {
+    resvg.free();
+  }
+}
+
+/** Paths of one written chart. */
+export interface WrittenChart {
+  /** Chart name (file stem). */
+  name: string;
+  /** `<dir>/<name>.vl.json`. */
+  specPath: string;
+  /** `<dir>/<name>.svg`. */
+  svgPath: string;
+  /** `<dir>/<name>.png`. */
+  pngPath: string;
+  /** Compiler/renderer warnings. */
+  warnings: string[];
+}
+
+/**
+ * Writes `<dir>/<name>.vl.json`, `<name>.svg` and `<name>.png` (2x) for one spec.
+ */
+export async function writeChart(
+  dir: string,
+  name: string,
+  spec: ChartSpec,
+): Promise<WrittenChart> {
+  await Deno.mkdir(dir, { recursive: true });
+  const warnings: string[] = [];
+  const svg = await renderSvg(spec, warnings);
+  const png = await svgToPng(svg);
+  const specPath = `${dir}/${name}.vl.json`;
+  const svgPath = `${dir}/${name}.svg`;
+  const pngPath = `${dir}/${name}.png`;
+  await Promise.all([
+    Deno.writeTextFile(specPath, JSON.stringify(spec, null, 1) + "\n"),
+    Deno.writeTextFile(svgPath, svg),
+    Deno.writeFile(pngPath, png),
+  ]);
+  return { name, specPath, svgPath, pngPath, warnings };
+}

@@ -1,0 +1,26 @@
+/**
+ * Experiment files: loading (YAML/JSON), `--set` overrides, `matrix:` expansion, the zod schema
+ * with path-precise messages, cross-field rules, `${placeholder}` templates, the JSON Schema and
+ * the `validate` command.
+ *
+ * ```ts
+ * import { formatValidationErrors, loadExperimentFile, validateExperiment } from "./mod.ts";
+ * const result = validateExperiment(await loadExperimentFile("experiments/quickstart.yaml"), {
+ *   sets: ["schedule.steps=60"],
+ * });
+ * ```
+ *
+ * @module
+ */
+
+export * from "./schema.ts";
+export * from "./errors.ts";
+export * from "./load.ts";
+export * from "./overrides.ts";
+export * from "./matrix.ts";
+export * from "./placeholders.ts";
+export * from "./rules.ts";
+export * from "./validate.ts";
+export * from "./json_schema.ts";
+export { writeSchemaFile } from "./schema_gen.ts";
+export * from "./validate_command.ts";

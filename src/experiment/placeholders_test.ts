@@ -1,0 +1,75 @@
+import { deepEqual, equal, throws } from "node:assert/strict";
+import {
+  checkTemplate,
+  interpolate,
+  PlaceholderError,
+  PLACEHOLDERS,
+  placeholdersIn,
+} from "./placeholders.ts";
+
+Deno.test("interpolate() substitutes every placeholder", () => {
+  equal(
+    interpolate("--steps=${steps} --out ${run_dir}/m.jsonl ${steps}", {
+      steps: "40",
+      run_dir: "/r",
+    }),
+    "--steps=40 --out /r/m.jsonl 40",
+  );
+  equal(interpolate("${args.world_size}", { "args.world_size": "4" }), "4");
+  equal(interpolate("plain", {}), "plain");
+  equal(interpolate("", {}), "");
+});
+
+Deno.test("interpolate() keeps $${ as a literal ${ and lone dollars as they are", () => {
+  equal(interpolate("$${HOME} and ${x}", { x: "1" }), "${HOME} and 1");
+  equal(interpolate("cost $5 $$ ${x}$", { x: "y" }), "cost $5 $$ y$");
+  // Scanned left to right: "$" then the escape "$${".
+  equal(interpolate("$$${x}", { x: "v" }), "$${x}");
+});
+
+Deno.test("interpolate() throws on unknown and malformed placeholders", () => {
+  throws(
+    () => interpolate("${stepz}", { steps: "1", seed: "2" }),
+    (e: Error) =>
+      e instanceof PlaceholderError &&
+      e.message === "unknown placeholder ${stepz} (did you mean ${steps}?)",
+  );
+  throws(() => interpolate("${steps", { steps: "1" }), /unterminated placeholder \$\{steps/);
+  throws(() => interpolate("a ${} b", {}), /empty placeholder/);
+});
+
+Deno.test("placeholdersIn() lists names once, in order, ignoring escapes", () => {
+  deepEqual(placeholdersIn("${b} ${a} ${b} $${c} ${env.HOME}"), ["b", "a", "env.HOME"]);
+  deepEqual(placeholdersIn("no placeholders"), []);
+  throws(() => placeholdersIn("${a"), PlaceholderError);
+});
+
+Deno.test("checkTemplate() knows each program's scope, args keys and env names", () => {
+  const trainer = { names: PLACEHOLDERS.trainer, argKeys: ["world_size"] };
+  equal(checkTemplate("${steps} ${args.world_size} ${env.CUDA_HOME}", trainer), undefined);
+  equal(
+    checkTemplate("${stepz}", trainer),
+    "unknown placeholder ${stepz} (did you mean ${steps}?)",
+  );
+  equal(
+    checkTemplate("${args.ep_size}", trainer),
+    "unknown placeholder ${args.ep_size}: no argument ep_size in the merged args",
+  );
+  equal(checkTemplate("${env.1BAD}", trainer), "invalid environment variable name in ${env.1BAD}");
+  equal(
+    checkTemplate("${native}", trainer),
+    "unknown placeholder ${native} here (only the converter has it)",
+  );
+  equal(
+    checkTemplate("${native} ${universal}", { names: PLACEHOLDERS.converter, argKeys: [] }),
+    undefined,
+  );
+  equal(
+    checkTemplate("${source_checkpoint} ${target} ${policy} ${plan_out}", {
+      names: PLACEHOLDERS.planner,
+      argKeys: [],
+    }),
+    undefined,
+  );
+  equal(checkTemplate("${x", trainer), "unterminated placeholder ${x (write $${ for a literal ${)");
+});

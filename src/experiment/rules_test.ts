@@ -1,0 +1,314 @@
+import { deepEqual, equal, ok } from "node:assert/strict";
+import { commandRaw, quickstartRaw } from "./_test_helpers.ts";
+import {
+  checkExperimentRules,
+  effectiveConverter,
+  effectivePlanner,
+  phaseNames,
+  REFERENCE_ARG_FLAGS,
+} from "./rules.ts";
+import { type Experiment, ExperimentObjectSchema } from "./schema.ts";
+
+/** Parses with the schema only, so each rule is tested on its own. */
+function parse(raw: Record<string, unknown>): Experiment {
+  return ExperimentObjectSchema.parse(raw);
+}
+
+function rulesOf(raw: Record<string, unknown>): string[] {
+  return checkExperimentRules(parse(raw)).map((e) => `${e.path}: ${e.message}`);
+}
+
+// deno-lint-ignore no-explicit-any
+type Loose = Record<string, any>;
+
+/** A copy of `base()` changed by `mutate` (loosely typed: tests poke deep fields). */
+function with_(mutate: (raw: Loose) => void, base = quickstartRaw): Record<string, unknown> {
+  const raw = base() as Loose;
+  mutate(raw);
+  return raw;
+}
+
+Deno.test("checkExperimentRules() accepts the quickstart and an external command trainer", () => {
+  deepEqual(rulesOf(quickstartRaw()), []);
+  deepEqual(rulesOf(commandRaw()), []);
+});
+
+Deno.test("phaseNames() lists every phase the experiment produces, in run order", () => {
+  const raw = with_((r) => {
+    r.noise_floor = { repeats: 2 };
+  });
+  deepEqual(phaseNames(parse(raw)), [
+    "baseline",
+    "split",
+    "resume-native",
+    "convert",
+    "resume-universal",
+    "resume-reshard",
+    "plan-first_holder",
+    "plan-balanced",
+    "resume-plan-first_holder",
+    "resume-plan-balanced",
+    "baseline-repeat-1",
+    "baseline-repeat-2",
+  ]);
+  const nativeOnly = with_((r) => {
+    r.resume = { native: { from: "native" } };
+    r.plan_sync.resume = false;
+  });
+  // No universal resume: no convert phase, even with plan sync (the plan reads the native checkpoint).
+  deepEqual(phaseNames(parse(nativeOnly)), [
+    "baseline",
+    "split",
+    "resume-native",
+    "plan-first_holder",
+    "plan-balanced",
+  ]);
+});
+
+Deno.test("checkExperimentRules() requires save_at < steps", () => {
+  deepEqual(rulesOf(with_((r) => (r.schedule.save_at = 40))), [
+    "schedule.save_at: expected less than schedule.steps (40), got 40",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.schedule.save_at = 39))), []);
+});
+
+Deno.test("checkExperimentRules() wants exactly one of preset and command", () => {
+  deepEqual(rulesOf(with_((r) => (r.trainer.command = ["x"]))), [
+    "trainer: set either preset or command, not both",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.converter = { timeout: 5 }), commandRaw)), [
+    "converter: missing preset or command (e.g. preset: reference)",
+  ]);
+});
+
+Deno.test("checkExperimentRules() checks reference arguments wherever they reach the reference trainer", () => {
+  deepEqual(rulesOf(with_((r) => (r.trainer.args.zero_stag = 3))), [
+    "trainer.args.zero_stag: unknown reference-trainer argument (did you mean zero_stage?)",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.resume.reshard.args.micro = 3))), [
+    "resume.reshard.args.micro: unknown reference-trainer argument",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.plan_sync.target.foo = "x"))), [
+    "plan_sync.target.foo: unknown reference-trainer argument",
+  ]);
+  const [fault] = rulesOf(with_((r) => (r.trainer.args.fault = "skip-rng")));
+  ok(fault.startsWith('trainer.args.fault: unknown fault "skip-rng"'), fault);
+  deepEqual(rulesOf(with_((r) => (r.trainer.args.fault = "skip-rng-restore"))), []);
+  // A command trainer may take any argument.
+  deepEqual(rulesOf(with_((r) => (r.trainer.args.micro_batch = 8), commandRaw)), []);
+  equal(REFERENCE_ARG_FLAGS.world_size, "--world-size");
+});
+
+Deno.test("checkExperimentRules() checks ep_size divides world_size in every merged context", () => {
+  deepEqual(rulesOf(with_((r) => (r.trainer.args.ep_size = 3))), [
+    "trainer.args.ep_size: ep_size 3 does not divide world_size 4",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.resume.reshard.args = { world_size: 3 }))), [
+    "resume.reshard.args.world_size: ep_size 2 (inherited from trainer.args) does not divide world_size 3",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.plan_sync.target = { world_size: 6, ep_size: 4 }))), [
+    "plan_sync.target.ep_size: ep_size 4 does not divide world_size 6",
+  ]);
+});
+
+Deno.test("checkExperimentRules() checks placement descriptors against themselves and ep_size", () => {
+  const placement = {
+    version: 1,
+    num_experts: 4,
+    ep_size: 2,
+    ranks: [{ rank: 0, experts: [0, 1, 2] }, { rank: 1, experts: [2, 3] }],
+  };
+  const alone = (r: Loose) => {
+    r.resume = { native: { from: "native" } };
+    delete r.plan_sync;
+  };
+  deepEqual(rulesOf(with_((r) => (alone(r), r.trainer.args.placement = placement))), []);
+  deepEqual(
+    rulesOf(with_((r) => {
+      r.trainer.args.placement = placement;
+      r.resume.reshard.args = { world_size: 2, ep_size: 1 };
+    })),
+    [
+      "resume.reshard.args.ep_size: ep_size 1 disagrees with the placement inherited from trainer.args (ep_size 2); override placement too",
+      "plan_sync.target.ep_size: ep_size 1 disagrees with the placement inherited from trainer.args (ep_size 2); override placement too",
+    ],
+  );
+  deepEqual(
+    rulesOf(with_((r) => {
+      alone(r);
+      r.trainer.args.placement = {
+        ...placement,
+        ep_size: 3,
+        ranks: [{ rank: 0, experts: [0, 0, 7] }, { rank: 0, experts: [1] }],
+      };
+    })),
+    [
+      "trainer.args.placement.ep_size: expected 2 (ep_size), got 3",
+      "trainer.args.placement.ranks: expected exactly 3 entries (ep_size), got 2",
+      "trainer.args.placement.ranks[0].experts[1]: expert 0 appears twice on this rank",
+      "trainer.args.placement.ranks[0].experts[2]: expected an expert id below num_experts 4, got 7",
+      "trainer.args.placement.ranks[1].rank: rank 0 appears more than once",
+      "trainer.args.placement.ranks: no rank holds experts 2, 3",
+    ],
+  );
+});
+
+Deno.test("checkExperimentRules() needs a converter and a planner for a command trainer", () => {
+  const noConverter = with_((r) => delete r.converter, commandRaw);
+  deepEqual(rulesOf(noConverter).map((line) => line.split(":")[0]), ["converter"]);
+  equal(effectiveConverter(parse(noConverter)), undefined);
+  equal(effectiveConverter(parse(quickstartRaw()))?.preset, "reference");
+  const planSync = with_(
+    (r) => (r.plan_sync = { target: { world_size: 2 }, policies: ["mine"] }),
+    commandRaw,
+  );
+  deepEqual(rulesOf(planSync).map((line) => line.split(":")[0]), ["planner"]);
+  equal(effectivePlanner(parse(planSync)), undefined);
+  // A command planner may name any policy.
+  const ownPlanner = with_(
+    (r) => (r.planner = { command: ["plan", "${policy}", "${plan_out}"] }),
+    () => planSync,
+  );
+  deepEqual(rulesOf(ownPlanner), []);
+});
+
+Deno.test("checkExperimentRules() knows the reference planner's policies", () => {
+  deepEqual(
+    rulesOf(
+      with_((
+        r,
+      ) => (r.plan_sync.policies = ["first_holder", "highest_holder", "local_first_least_loaded"])),
+    ),
+    [],
+  );
+  const [unknown, duplicate] = rulesOf(
+    with_((r) => (r.plan_sync.policies = ["first_holdr", "balanced", "balanced"])),
+  );
+  ok(
+    unknown.startsWith(
+      'plan_sync.policies[0]: unknown policy "first_holdr" (did you mean first_holder?)',
+    ),
+    unknown,
+  );
+  equal(duplicate, "plan_sync.policies[2]: duplicate policy balanced");
+});
+
+Deno.test("checkExperimentRules() checks metrics settings and regexes", () => {
+  const log = (metrics: Record<string, unknown>) =>
+    rulesOf(with_((r) => (r.trainer.metrics = metrics), commandRaw));
+  deepEqual(log({ format: "log", pattern: "step (?<step>\\d+) loss (?<loss>\\S+)" }), []);
+  deepEqual(log({ format: "log", pattern: "(?<step>\\d+)" }), [
+    "trainer.metrics.pattern: missing named group (?<loss>...)",
+  ]);
+  deepEqual(log({ format: "log", pattern: "x" }), [
+    "trainer.metrics.pattern: missing named groups (?<step>...) and (?<loss>...)",
+  ]);
+  ok(log({ format: "log", pattern: "(?P<step>\\d+)" })[0].includes("Python's (?P<name>...)"));
+  deepEqual(log({ format: "jsonl", pattern: "x" }), [
+    "trainer.metrics.pattern: only used with format: log (format is jsonl)",
+  ]);
+  deepEqual(log({ format: "deepspeed-csv", step_unit: "samples" }), [
+    "trainer.metrics.samples_per_step: required when step_unit is samples (the global batch size)",
+  ]);
+  deepEqual(
+    rulesOf(with_((r) => (r.trainer.metrics = { format: "log", pattern: "(?<step>)(?<loss>)" }))),
+    [
+      'trainer.metrics.format: the reference preset writes jsonl, got "log"',
+    ],
+  );
+  deepEqual(
+    rulesOf(with_((r) => (r.trainer.retry = { attempts: 2, on: ["ok", "(bad"] }), commandRaw)),
+    [
+      "trainer.retry.on[1]: invalid regular expression: Unterminated group",
+    ],
+  );
+  deepEqual(
+    rulesOf(with_((r) => (r.trainer.code_inputs = ["!git rev-parse HEAD", "! "]), commandRaw)),
+    [
+      "trainer.code_inputs[1]: expected a command after '!'",
+    ],
+  );
+});
+
+Deno.test("checkExperimentRules() checks comparisons against the phases", () => {
+  const compare = (entry: Record<string, unknown>) => rulesOf(with_((r) => (r.compare = [entry])));
+  deepEqual(
+    compare({ a: "baseline", b: "resume-plan-balanced", window: { from: 21, to: 40 } }),
+    [],
+  );
+  const [unknown] = compare({ a: "baseline", b: "resume-nativ" });
+  ok(
+    unknown.startsWith(
+      'compare[0].b: unknown phase "resume-nativ" (did you mean resume-native?); phases: baseline',
+    ),
+  );
+  deepEqual(compare({ a: "split", b: "split" }), [
+    "compare[0]: a and b are the same phase (split)",
+  ]);
+  deepEqual(compare({ a: "baseline", b: "resume-native", window: { from: 30, to: 41 } }), [
+    "compare[0].window.to: expected at most schedule.steps (40), got 41",
+  ]);
+  deepEqual(compare({ a: "baseline", b: "resume-native", window: { from: 30, to: 25 } }), [
+    "compare[0].window.from: expected at most window.to (25), got 30",
+  ]);
+  deepEqual(compare({ a: "baseline", b: "resume-native", rtol: 1e-3 }), [
+    "compare[0].rtol: only used with lane: tolerance",
+  ]);
+  deepEqual(compare({ a: "baseline", b: "resume-native", lane: "tolerance", rtol: 1e-3 }), []);
+});
+
+Deno.test("checkExperimentRules() rejects a resume whose phase clashes with plan sync", () => {
+  deepEqual(rulesOf(with_((r) => (r.resume["plan-balanced"] = { from: "native" }))), [
+    "resume.plan-balanced: phase resume-plan-balanced clashes with a plan_sync phase; rename the resume",
+  ]);
+});
+
+Deno.test("checkExperimentRules() checks placeholders with each program's scope", () => {
+  deepEqual(rulesOf(with_((r) => (r.trainer.command[3] = "${stepz}"), commandRaw)), [
+    "trainer.command[3]: unknown placeholder ${stepz} (did you mean ${steps}?)",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.trainer.env.X = "${plan_out}"), commandRaw)), [
+    "trainer.env.X: unknown placeholder ${plan_out} here (only the planner has it)",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.trainer.cwd = "${rundir}"), commandRaw)), [
+    "trainer.cwd: unknown placeholder ${rundir} (did you mean ${run_dir}?)",
+  ]);
+  deepEqual(
+    rulesOf(
+      with_((r) => (r.trainer.metrics = { path: "${run_dir}/m-${phase}.jsonl" }), commandRaw),
+    ),
+    [],
+  );
+  deepEqual(rulesOf(with_((r) => (r.trainer.metrics = { path: "${metric_file}" }), commandRaw)), [
+    "trainer.metrics.path: unknown placeholder ${metric_file} (did you mean ${metrics_file}?)",
+  ]);
+  // The converter sees trainer.args merged with its own; the planner also plan_sync.target.
+  deepEqual(rulesOf(with_((r) => r.converter.command.push("${args.world_size}"), commandRaw)), []);
+  const planner = with_((r) => {
+    r.plan_sync = { target: { world_size: 2, tp: 1 }, policies: ["mine"] };
+    r.planner = {
+      command: ["plan", "${args.tp}", "${args.world_size}", "${args.extra}"],
+      args: { extra: 1 },
+    };
+  }, commandRaw);
+  deepEqual(rulesOf(planner), []);
+  // Resume env sees the resume's merged args.
+  deepEqual(
+    rulesOf(
+      with_(
+        (
+          r,
+        ) => (r.resume.universal = {
+          from: "universal",
+          args: { tp: 2 },
+          env: { TP: "${args.tp}" },
+        }),
+        commandRaw,
+      ),
+    ),
+    [],
+  );
+  deepEqual(rulesOf(with_((r) => (r.trainer.command.push("${args.tp}")), commandRaw)), [
+    "trainer.command[6]: unknown placeholder ${args.tp}: no argument tp in the merged args",
+  ]);
+});

@@ -1,0 +1,333 @@
+// The report's tables as plain data, so Markdown and HTML show exactly the same content.
+
+import type { ComparisonSummary, PhaseSummary, Verdict } from "../pipeline/summary.ts";
+import { ulpDistance64 } from "../parity/ulp.ts";
+import { bytes, count, exact, seconds, stat, verdictLabel } from "./_format.ts";
+import type { LoadedRun } from "./load_run.ts";
+
+/** A table cell: plain text, optionally a link (relative path). */
+export interface Cell {
+  /** Displayed text. */
+  text: string;
+  /** Link target. */
+  href?: string;
+  /** Emphasise (the divergent step's row). */
+  strong?: boolean;
+  /** Extra links shown after the first (e.g. stdout next to stderr). */
+  more?: { text: string; href: string }[];
+}
+
+/** One report table. */
+export interface Table {
+  /** Stable id (HTML anchors, tests). */
+  id: string;
+  /** Section heading. */
+  title: string;
+  /** Column headers. */
+  headers: string[];
+  /** Right-aligned columns (numbers). */
+  numeric: boolean[];
+  /** Rows of cells. */
+  rows: Cell[][];
+  /** Shown instead of an empty table. */
+  empty: string;
+}
+
+const c = (text: string, href?: string): Cell => href ? { text, href } : { text };
+
+/** The a/b values at the first divergent step of a comparison (summary first, else the data). */
+export function divergenceValues(
+  run: LoadedRun,
+  comparison: ComparisonSummary,
+): { step: number; a: number | null; b: number | null } | null {
+  if (comparison.divergence) return comparison.divergence;
+  const step = comparison.first_divergent_step;
+  if (step === null) return null;
+  const at = (phase: string) => {
+    const s = run.series(phase, comparison.metric);
+    const i = s.steps.indexOf(step);
+    return i < 0 ? null : s.values[i];
+  };
+  return { step, a: at(comparison.a), b: at(comparison.b) };
+}
+
+/** The comparisons table (first table of the report). */
+export function comparisonsTable(run: LoadedRun): Table {
+  const rows = run.summary.comparisons.map((cmp) => {
+    const d = divergenceValues(run, cmp);
+    const window = cmp.first_step === null ? "—" : `${cmp.first_step}–${cmp.last_step ?? "?"}`;
+    return [
+      c(cmp.name),
+      c(cmp.metric),
+      c(cmp.lane),
+      c(window),
+      c(count(cmp.compared)),
+      c(d ? String(d.step) : "—"),
+      c(d ? exact(d.a) : "—"),
+      c(d ? exact(d.b) : "—"),
+      c(stat(cmp.max_abs)),
+      c(cmp.max_ulp === null ? "—" : count(cmp.max_ulp)),
+      c(verdictLabel(cmp.verdict)),
+    ];
+  });
+  return {
+    id: "comparisons",
+    title: "Comparisons",
+    headers: [
+      "comparison",
+      "metric",
+      "lane",
+      "window",
+      "compared",
+      "first divergent step",
+      "a there",
+      "b there",
+      "max abs",
+      "max ULP",
+      "verdict",
+    ],
+    numeric: [false, false, false, false, true, true, true, true, true, true, false],
+    rows,
+    empty: "No comparisons were made.",
+  };
+}
+
+/** The restored-state checks table. */
+export function stateTable(run: LoadedRun): Table {
+  return {
+    id: "state",
+    title: "State checks",
+    headers: ["phase", "verdict", "differing components", "compared"],
+    numeric: [false, false, false, false],
+    rows: run.summary.state_checks.map((s) => [
+      c(s.phase),
+      c(s.available ? verdictLabel(s.verdict) : `${verdictLabel("N/A")} (no digests)`),
+      c(s.differing.length > 0 ? s.differing.join(", ") : "—"),
+      c(s.compared && s.compared.length > 0 ? s.compared.join(", ") : "—"),
+    ]),
+    empty: "No state checks (the trainer emitted no digests or no resume ran).",
+  };
+}
+
+/** The plan-sync table. */
+export function planTable(run: LoadedRun): Table {
+  return {
+    id: "plan",
+    title: "Plan sync",
+    headers: [
+      "policy",
+      "verified",
+      "segments",
+      "moved bytes",
+      "local bytes",
+      "max process load",
+      "mean process load",
+    ],
+    numeric: [false, false, true, true, true, true, true],
+    rows: run.summary.plan_sync.map((p) => [
+      c(p.policy),
+      c(
+        p.verified
+          ? verdictLabel("PASS")
+          : `${verdictLabel("FAIL")}${p.error ? `: ${p.error}` : ""}`,
+      ),
+      c(count(p.segments)),
+      c(bytes(p.moved_bytes)),
+      c(bytes(p.local_bytes)),
+      c(bytes(p.max_process_bytes)),
+      c(bytes(p.mean_process_bytes)),
+    ]),
+    empty: "No plan-sync policies in this experiment.",
+  };
+}
+
+/** The noise-floor table (one row). */
+export function noiseTable(run: LoadedRun): Table {
+  const n = run.summary.noise_floor;
+  const rows = n && n.repeats > 0
+    ? [[
+      c(String(n.repeats)),
+      c(n.identical ? "yes: bit-identical" : "no"),
+      c(stat(n.max_rel_deviation)),
+      c(stat(n.derived_rtol)),
+      c(n.spread && n.spread.length > 0 ? String(n.spread.length) : "0"),
+    ]]
+    : [];
+  return {
+    id: "noise",
+    title: "Noise floor",
+    headers: ["repeats", "identical", "max rel deviation", "derived rtol", "steps that differ"],
+    numeric: [true, false, true, true, true],
+    rows,
+    empty: "No repeated baselines were run, so nondeterminism was not measured.",
+  };
+}
+
+/** The diagnostics table. */
+export function diagnosticsTable(run: LoadedRun): Table {
+  const icon = { error: "🛑", warning: "⚠️", info: "ℹ️" } as const;
+  return {
+    id: "diagnostics",
+    title: "Diagnostics",
+    headers: ["level", "code", "phase", "message"],
+    numeric: [false, false, false, false],
+    rows: (run.summary.diagnostics ?? []).map((d) => [
+      c(`${icon[d.level] ?? ""} ${d.level}`),
+      c(d.code),
+      c(d.phase ?? "—"),
+      c(d.message),
+    ]),
+    empty: "No diagnostics.",
+  };
+}
+
+/** Status of a phase with its emoji (failed and timeout phases are ERROR evidence). */
+export function phaseStatus(p: PhaseSummary): string {
+  const icon = { ok: "✅", failed: "💥", timeout: "⏱️", skipped: "⏭️" }[p.status] ?? "";
+  return `${icon} ${p.status}`;
+}
+
+/** The phases table with links to their logs (relative to the run folder). */
+export function phasesTable(run: LoadedRun, existing: Set<string>): Table {
+  return {
+    id: "phases",
+    title: "Phases",
+    headers: ["phase", "role", "status", "wall time", "cached", "exit code", "logs"],
+    numeric: [false, false, false, true, false, true, false],
+    rows: run.summary.phases.map((p) => {
+      const stderr = `phases/${p.name}/stderr.log`;
+      const stdout = `phases/${p.name}/stdout.log`;
+      const logs: Cell = existing.has(stderr)
+        ? {
+          text: "stderr",
+          href: stderr,
+          more: existing.has(stdout) ? [{ text: "stdout", href: stdout }] : [],
+        }
+        : existing.has(stdout)
+        ? { text: "stdout", href: stdout }
+        : { text: "—" };
+      return [
+        c(p.name),
+        c(p.role),
+        c(phaseStatus(p) + (p.message ? `: ${p.message}` : "")),
+        c(seconds(p.wall_s)),
+        c(p.cached ? `yes${p.source_run ? ` (${p.source_run})` : ""}` : "no"),
+        c(p.exit_code === null ? "—" : String(p.exit_code)),
+        logs,
+      ];
+    }),
+    empty: "No phases ran.",
+  };
+}
+
+/** One row of a divergence detail table. */
+export interface DetailRow {
+  /** Step. */
+  step: number;
+  /** Value of `a` (null when absent). */
+  a: number | null;
+  /** Value of `b` (null when absent). */
+  b: number | null;
+  /** `b − a` when both exist. */
+  diff: number | null;
+  /** Float64 ULP distance when both exist. */
+  ulp: number | null;
+  /** This is the first divergent step. */
+  divergent: boolean;
+}
+
+/**
+ * The per-step values around the first divergence (`radius` steps each side), read from the
+ * stored series (`losses.csv` for `loss`).
+ */
+export function divergenceDetail(run: LoadedRun, cmp: ComparisonSummary, radius = 5): DetailRow[] {
+  const step = cmp.first_divergent_step;
+  if (step === null) return [];
+  const sa = run.series(cmp.a, cmp.metric);
+  const sb = run.series(cmp.b, cmp.metric);
+  const steps = new Set<number>();
+  for (const s of [...sa.steps, ...sb.steps]) if (Math.abs(s - step) <= radius) steps.add(s);
+  const value = (series: typeof sa, s: number) => {
+    const i = series.steps.indexOf(s);
+    return i < 0 ? null : series.values[i];
+  };
+  return [...steps].sort((x, y) => x - y).map((s) => {
+    const a = value(sa, s);
+    const b = value(sb, s);
+    const both = a !== null && b !== null;
+    return {
+      step: s,
+      a,
+      b,
+      diff: both ? b - a : null,
+      ulp: both ? ulpDistance64(a, b) : null,
+      divergent: s === step,
+    };
+  });
+}
+
+/** A divergence detail as a table. */
+export function detailTable(run: LoadedRun, cmp: ComparisonSummary, radius = 5): Table {
+  const rows = divergenceDetail(run, cmp, radius).map((r) => [
+    r.divergent ? { text: `${r.step} ← first divergence`, strong: true } : c(String(r.step)),
+    c(exact(r.a)),
+    c(exact(r.b)),
+    c(r.diff === null ? "—" : String(r.diff)),
+    c(r.ulp === null ? "—" : count(r.ulp)),
+  ]);
+  return {
+    id: `detail-${cmp.name}`,
+    title: cmp.name,
+    headers: ["step", `a: ${cmp.a}`, `b: ${cmp.b}`, "b − a", "ULP (f64)"],
+    numeric: [false, true, true, true, true],
+    rows,
+    empty: "No values around the divergent step.",
+  };
+}
+
+/** Comparisons that get their own details block: every FAIL, and ERRORs with a divergent step. */
+export function failingComparisons(run: LoadedRun): ComparisonSummary[] {
+  return run.summary.comparisons.filter((c) =>
+    c.verdict === "FAIL" || (c.verdict === "ERROR" && c.first_divergent_step !== null)
+  );
+}
+
+/**
+ * ERROR comparisons without any divergent step (typically a phase that never produced metrics):
+ * listed together in one block, since a per-step table would be empty.
+ */
+export function unjudgedComparisons(run: LoadedRun): ComparisonSummary[] {
+  return run.summary.comparisons.filter((c) =>
+    c.verdict === "ERROR" && c.first_divergent_step === null
+  );
+}
+
+/** Summary line of the block listing {@link unjudgedComparisons}. */
+export function unjudgedTitle(count: number): string {
+  return `${verdictLabel("ERROR")}: ${count} comparison${
+    count === 1 ? "" : "s"
+  } could not be judged`;
+}
+
+/** Phases that did not end ok or skipped: their logs are shown. */
+export function erroredPhases(run: LoadedRun): PhaseSummary[] {
+  return run.summary.phases.filter((p) => p.status === "failed" || p.status === "timeout");
+}
+
+/** One-sentence headline under the verdict line. */
+export function headline(run: LoadedRun): string {
+  const s = run.summary;
+  const byVerdict = (v: Verdict) => s.comparisons.filter((c) => c.verdict === v).length;
+  const parts = [`${s.comparisons.length} comparison${s.comparisons.length === 1 ? "" : "s"}`];
+  for (const v of ["FAIL", "ERROR", "ABSTAIN", "PASS"] as Verdict[]) {
+    if (byVerdict(v) > 0) parts.push(`${byVerdict(v)} ${v}`);
+  }
+  const first = s.comparisons.find((c) => c.first_divergent_step !== null);
+  const bits = [parts.join(", ")];
+  if (first) bits.push(`first divergence: ${first.name} at step ${first.first_divergent_step}`);
+  bits.push(`${s.steps} steps, saved after step ${s.save_at}`);
+  bits.push(`wall ${seconds(s.wall_s)} (children ${seconds(s.children_wall_s)})`);
+  if (s.git_commit) bits.push(`commit ${s.git_commit}`);
+  if (s.interrupted) bits.push("INTERRUPTED");
+  return bits.join(" · ");
+}

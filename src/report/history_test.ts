@@ -1,0 +1,131 @@
+import assert from "node:assert/strict";
+import { parse } from "csv-parse/sync";
+import type { RunSummary } from "../pipeline/summary.ts";
+import { makeFixtureRun } from "./testdata/make_fixture.ts";
+import {
+  appendHistory,
+  HISTORY_COLUMNS,
+  historyCommand,
+  readHistory,
+  trendPoints,
+} from "./history.ts";
+import { decodePng } from "../charts/testdata/decode_png.ts";
+
+async function quietly<T>(fn: () => Promise<T>): Promise<{ value: T; out: string; err: string }> {
+  const log = console.log, error = console.error;
+  let out = "", err = "";
+  console.log = (...a: unknown[]) => void (out += a.join(" ") + "\n");
+  console.error = (...a: unknown[]) => void (err += a.join(" ") + "\n");
+  try {
+    return { value: await fn(), out, err };
+  } finally {
+    console.log = log;
+    console.error = error;
+  }
+}
+
+async function twoRuns(tmp: string): Promise<RunSummary[]> {
+  const pass = (await makeFixtureRun(tmp, {
+    verdict: "PASS",
+    runId: "20261128T020000Z-aa",
+    finishedAt: "2026-11-28T02:00:41Z",
+  })).summary;
+  const fail = (await makeFixtureRun(tmp, {
+    verdict: "FAIL",
+    runId: "20261129T020000Z-bb",
+    finishedAt: "2026-11-29T02:00:41Z",
+  })).summary;
+  return [pass, fail];
+}
+
+Deno.test("appendHistory() writes the header once and one row per comparison", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
+  try {
+    const [pass, fail] = await twoRuns(tmp);
+    // A comparison name with a comma and a quote must survive CSV quoting.
+    fail.comparisons[0].name = 'baseline~resume-native, "quoted"';
+    await appendHistory(tmp, pass);
+    await appendHistory(tmp, fail);
+    const text = await Deno.readTextFile(`${tmp}/history.csv`);
+    assert.equal(text.split("\n")[0], HISTORY_COLUMNS.join(","));
+    assert.equal(text.match(/^time,/gm)!.length, 1);
+    const rows = parse(text, { columns: true }) as Record<string, string>[];
+    assert.equal(rows.length, pass.comparisons.length + fail.comparisons.length);
+    const diverged = rows.find((r) =>
+      r.run_id === fail.run_id && r.comparison === "baseline~resume-universal"
+    )!;
+    assert.equal(diverged.verdict, "FAIL");
+    assert.equal(diverged.comparison_verdict, "FAIL");
+    assert.equal(diverged.first_divergent_step, "21");
+    assert.equal(Number(diverged.max_abs), fail.comparisons[1].max_abs);
+    assert.equal(diverged.git_commit, "a7997f1");
+    assert.equal(diverged.time, "2026-11-29T02:00:41Z");
+    const errored = rows.find((r) =>
+      r.run_id === fail.run_id && r.comparison === "baseline~resume-plan"
+    )!;
+    assert.equal(errored.max_abs, "");
+    assert.ok(rows.some((r) => r.comparison === 'baseline~resume-native, "quoted"'));
+    const read = await readHistory(tmp);
+    assert.equal(read.length, rows.length);
+    const points = trendPoints(read);
+    assert.equal(
+      points.find((p) => p.run_id === fail.run_id && p.comparison === "baseline~resume-plan")!
+        .max_abs,
+      null,
+    );
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("appendHistory() refuses to append to a file with another header", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
+  try {
+    const [pass] = await twoRuns(tmp);
+    await Deno.writeTextFile(`${tmp}/history.csv`, "time,experiment\n");
+    await assert.rejects(appendHistory(tmp, pass), /unexpected header/);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("historyCommand() renders the trend chart and prints a Markdown table, newest first", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
+  try {
+    const [pass, fail] = await twoRuns(tmp);
+    const other = structuredClone(pass);
+    other.experiment = "other";
+    for (const s of [pass, fail, other]) await appendHistory(tmp, s);
+    const { value, out } = await quietly(() => historyCommand([tmp, "--experiment", "quickstart"]));
+    assert.equal(value, 0);
+    const rows = out.split("\n").filter((l) => l.startsWith("| 2026-"));
+    assert.equal(rows.length, pass.comparisons.length + fail.comparisons.length);
+    assert.ok(rows[0].includes(fail.run_id), "newest run first");
+    assert.ok(rows.every((r) => !r.includes("| other |")), "filtered by experiment");
+    assert.ok(out.includes("| baseline~resume-universal | exact | ❌ FAIL | 0.082 | 21 |"), out);
+    const png = decodePng(await Deno.readFile(`${tmp}/history/history-trend.png`));
+    assert.ok(png.width > 1000);
+    const spec = JSON.parse(await Deno.readTextFile(`${tmp}/history/history-trend.vl.json`));
+    assert.equal(spec.data.values.length, rows.length);
+    assert.match(
+      await Deno.readTextFile(`${tmp}/history/history-trend.svg`),
+      /parity history: quickstart/,
+    );
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("historyCommand() exits 2 without history and on bad options", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
+  try {
+    const none = await quietly(() => historyCommand([tmp]));
+    assert.equal(none.value, 2);
+    assert.match(none.err, /no history/);
+    assert.equal((await quietly(() => historyCommand([tmp, "--limit", "0"]))).value, 2);
+    assert.equal((await quietly(() => historyCommand([tmp, "--experiment"]))).value, 2);
+    assert.equal((await quietly(() => historyCommand([tmp, "--nope"]))).value, 2);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});

@@ -1,0 +1,221 @@
+/**
+ * `junit.xml`: the run as JUnit results for CI dashboards (Jenkins, GitHub test reporters). One
+ * `<testsuite>` per experiment; one `<testcase>` per comparison, state check, plan check and
+ * phase. A FAIL is a `<failure>` carrying the first divergent step and both values, an ERROR is
+ * an `<error>` (with the log tail for phases), an ABSTAIN is `<skipped>`.
+ *
+ * @module
+ */
+
+import type { RunSummary } from "../pipeline/summary.ts";
+import { exact, stripAnsi } from "./_format.ts";
+
+/** What the JUnit writer needs of a run. */
+export interface JunitRun {
+  /** The run summary. */
+  summary: RunSummary;
+  /** Log tail of a phase that did not end ok (defaults to the summary's `log_tail`). */
+  logTail?: (phase: string) => string;
+}
+
+type Outcome =
+  | { kind: "pass" }
+  | { kind: "failure" | "error"; type: string; message: string; body: string }
+  | { kind: "skipped"; message: string };
+
+interface Case {
+  classname: string;
+  name: string;
+  time: number;
+  outcome: Outcome;
+}
+
+// XML 1.0 allows tab, LF, CR and everything from U+0020 except U+FFFE/U+FFFF and lone surrogates.
+const INVALID_XML =
+  // deno-lint-ignore no-control-regex
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+function visible(ch: string): string {
+  return `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`;
+}
+
+/**
+ * Escapes text for XML element content: markup characters become entities and characters XML
+ * cannot carry at all (control characters, lone surrogates) become visible `\uXXXX` text.
+ */
+export function xmlText(text: string): string {
+  return text.replace(INVALID_XML, visible).replace(/&/g, "&amp;").replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;");
+}
+
+/** Escapes text for a double-quoted XML attribute (line breaks and tabs survive as references). */
+export function xmlAttr(text: string): string {
+  return xmlText(text).replace(/"/g, "&quot;").replace(/'/g, "&apos;")
+    .replace(/\n/g, "&#10;").replace(/\r/g, "&#13;").replace(/\t/g, "&#9;");
+}
+
+function secondsAttr(value: number | null | undefined): string {
+  return Number.isFinite(value) && (value as number) >= 0 ? (value as number).toFixed(3) : "0.000";
+}
+
+function casesOf(run: JunitRun): Case[] {
+  const s = run.summary;
+  const exp = s.experiment;
+  const cases: Case[] = [];
+  for (const c of s.comparisons) {
+    const name = `${c.name} (${c.metric}, ${c.lane})`;
+    const where = c.first_step === null ? "" : ` over steps ${c.first_step}-${c.last_step}`;
+    let outcome: Outcome = { kind: "pass" };
+    if (c.verdict === "FAIL") {
+      const d = c.divergence ??
+        (c.first_divergent_step === null
+          ? null
+          : { step: c.first_divergent_step, a: null, b: null });
+      const message = d
+        ? `first divergent step ${d.step}: ${c.a}=${exact(d.a)} ${c.b}=${exact(d.b)}`
+        : (c.reason ?? `${c.name} failed`);
+      const body = [
+        `${c.name}: ${c.metric} of ${c.b} vs ${c.a}, ${c.lane} lane${where}`,
+        d ? `first divergent step: ${d.step}` : "first divergent step: none recorded",
+        d ? `${c.a} (a) = ${exact(d.a)}` : "",
+        d ? `${c.b} (b) = ${exact(d.b)}` : "",
+        `last matching step: ${exact(c.last_matching_step)}`,
+        `compared: ${c.compared}, failures: ${exact(c.failures)}`,
+        `max abs: ${exact(c.max_abs)}, max rel: ${exact(c.max_rel)}, max ULP: ${exact(c.max_ulp)}`,
+        c.reason ?? "",
+      ].filter((line) => line !== "").join("\n");
+      outcome = { kind: "failure", type: "ParityFailure", message, body };
+    } else if (c.verdict === "ERROR") {
+      const message = c.reason ?? `${c.name} could not be judged`;
+      outcome = { kind: "error", type: "ParityError", message, body: message };
+    } else if (c.verdict === "ABSTAIN") {
+      outcome = {
+        kind: "skipped",
+        message: c.reason ?? "abstained: noise floor too high for an exact verdict",
+      };
+    }
+    cases.push({ classname: `${exp}.comparisons`, name, time: 0, outcome });
+  }
+  for (const st of s.state_checks) {
+    let outcome: Outcome = { kind: "pass" };
+    if (!st.available || st.verdict === "N/A") {
+      outcome = { kind: "skipped", message: "no state digests available" };
+    } else if (st.verdict === "FAIL") {
+      const message = `restored state differs: ${st.differing.join(", ")}`;
+      outcome = {
+        kind: "failure",
+        type: "StateMismatch",
+        message,
+        body: `${message}\ncompared: ${(st.compared ?? []).join(", ")}`,
+      };
+    } else if (st.verdict === "ERROR") {
+      outcome = {
+        kind: "error",
+        type: "StateError",
+        message: "state check could not be made",
+        body: "",
+      };
+    } else if (st.verdict === "ABSTAIN") {
+      outcome = { kind: "skipped", message: "state check abstained" };
+    }
+    cases.push({ classname: `${exp}.state`, name: st.phase, time: 0, outcome });
+  }
+  for (const p of s.plan_sync) {
+    const outcome: Outcome = p.verified ? { kind: "pass" } : {
+      kind: "failure",
+      type: "PlanRejected",
+      message: `plan rejected: ${p.error ?? "verification failed"}`,
+      body: `policy ${p.policy} (phase ${p.phase}): ${p.error ?? "verification failed"}`,
+    };
+    cases.push({ classname: `${exp}.plan`, name: p.policy, time: 0, outcome });
+  }
+  for (const ph of s.phases) {
+    let outcome: Outcome = { kind: "pass" };
+    if (ph.status === "failed" || ph.status === "timeout") {
+      const tail = run.logTail?.(ph.name) || stripAnsi(ph.log_tail ?? "");
+      const message = ph.message ??
+        (ph.status === "timeout" ? "timed out" : `exited with code ${ph.exit_code ?? "unknown"}`);
+      outcome = {
+        kind: "error",
+        type: ph.status === "timeout" ? "PhaseTimeout" : "PhaseFailed",
+        message: `${ph.name}: ${message}`,
+        body: tail === "" ? "(no log output)" : tail,
+      };
+    } else if (ph.status === "skipped") {
+      outcome = { kind: "skipped", message: ph.message ?? "phase skipped" };
+    }
+    const name = ph.cached ? `${ph.name} (cached)` : ph.name;
+    cases.push({ classname: `${exp}.phases`, name, time: ph.wall_s, outcome });
+  }
+  return cases;
+}
+
+function caseXml(c: Case): string {
+  const open = `    <testcase classname="${xmlAttr(c.classname)}" name="${xmlAttr(c.name)}" time="${
+    secondsAttr(c.time)
+  }"`;
+  const o = c.outcome;
+  if (o.kind === "pass") return `${open}/>`;
+  if (o.kind === "skipped") {
+    return `${open}>\n      <skipped message="${xmlAttr(o.message)}"/>\n    </testcase>`;
+  }
+  return `${open}>\n      <${o.kind} message="${xmlAttr(o.message)}" type="${xmlAttr(o.type)}">${
+    xmlText(o.body)
+  }</${o.kind}>\n    </testcase>`;
+}
+
+/** JUnit's timestamp form: `2026-11-29T10:15:00` (local-less ISO without zone). */
+function timestamp(iso: string | undefined): string | null {
+  if (!iso) return null;
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? null : d.toISOString().slice(0, 19);
+}
+
+/**
+ * Renders `junit.xml` for one or more runs: a `<testsuite>` per experiment inside
+ * `<testsuites>`, with counts that always add up.
+ *
+ * @example
+ * ```ts
+ * import { renderJunit } from "./junit.ts";
+ * // const xml = renderJunit([{ summary }]);
+ * ```
+ */
+export function renderJunit(runs: JunitRun[], name = "parity"): string {
+  const totals = { tests: 0, failures: 0, errors: 0, skipped: 0, time: 0 };
+  const suites: string[] = [];
+  for (const run of runs) {
+    const s = run.summary;
+    const cases = casesOf(run);
+    const n = {
+      tests: cases.length,
+      failures: cases.filter((c) => c.outcome.kind === "failure").length,
+      errors: cases.filter((c) => c.outcome.kind === "error").length,
+      skipped: cases.filter((c) => c.outcome.kind === "skipped").length,
+    };
+    totals.tests += n.tests;
+    totals.failures += n.failures;
+    totals.errors += n.errors;
+    totals.skipped += n.skipped;
+    totals.time += s.wall_s ?? 0;
+    const ts = timestamp(s.started_at);
+    const props = [
+      ["run_id", s.run_id],
+      ["verdict", s.verdict],
+      ["exit_code", String(s.exit_code)],
+      ["git_commit", s.git_commit ?? ""],
+      ["harness_version", s.harness_version ?? ""],
+    ].map(([k, v]) => `      <property name="${xmlAttr(k)}" value="${xmlAttr(v)}"/>`);
+    suites.push(
+      `  <testsuite name="${xmlAttr(s.experiment)}" tests="${n.tests}" failures="${n.failures}" ` +
+        `errors="${n.errors}" skipped="${n.skipped}" time="${secondsAttr(s.wall_s)}"` +
+        (ts ? ` timestamp="${ts}"` : "") + `>\n` +
+        `    <properties>\n${props.join("\n")}\n    </properties>\n` +
+        cases.map(caseXml).join("\n") + (cases.length ? "\n" : "") + `  </testsuite>`,
+    );
+  }
+  return `<?xml version="1.0" encoding="UTF-8"?>\n` +
+    `<testsuites name="${xmlAttr(name)}" tests="${totals.tests}" failures="${totals.failures}" ` +
+    `errors="${totals.errors}" skipped="${totals.skipped}" time="${secondsAttr(totals.time)}">\n` +
+    suites.join("\n") + (suites.length ? "\n" : "") + `</testsuites>\n`;
+}

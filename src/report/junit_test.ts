@@ -1,0 +1,137 @@
+import assert from "node:assert/strict";
+import type { RunSummary } from "../pipeline/summary.ts";
+import { makeFixtureRun } from "./testdata/make_fixture.ts";
+import { validateJunit, type XmlElement } from "./testdata/junit_shape.ts";
+import { renderJunit, xmlAttr, xmlText } from "./junit.ts";
+import { loadRun } from "./load_run.ts";
+
+async function fixtureSummaries(): Promise<{ fail: RunSummary; pass: RunSummary; tmp: string }> {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_junit_" });
+  const fail = (await makeFixtureRun(tmp, { verdict: "FAIL" })).summary;
+  const pass =
+    (await makeFixtureRun(tmp, { verdict: "PASS", experiment: "nightly-pass", runId: "r2" }))
+      .summary;
+  return { fail, pass, tmp };
+}
+
+function cases(root: XmlElement, suite: string): XmlElement[] {
+  return root.children.find((s) => s.attrs.name === suite)!.children.filter((c) =>
+    c.name === "testcase"
+  );
+}
+
+Deno.test("renderJunit() output passes the JUnit shape check with consistent counts", async () => {
+  const { fail, pass, tmp } = await fixtureSummaries();
+  try {
+    const { problems, root, suites } = validateJunit(
+      renderJunit([{ summary: fail }, { summary: pass }]),
+    );
+    assert.deepEqual(problems, []);
+    const expectedTests = (s: RunSummary) =>
+      s.comparisons.length + s.state_checks.length + s.plan_sync.length + s.phases.length;
+    assert.deepEqual(suites, [
+      // FAIL: resume-universal comparison + its state check; ERROR: resume-plan comparison + phase;
+      // skipped: the N/A state check of resume-plan.
+      { name: "quickstart", tests: expectedTests(fail), failures: 2, errors: 2, skipped: 1 },
+      { name: "nightly-pass", tests: expectedTests(pass), failures: 0, errors: 0, skipped: 1 },
+    ]);
+    assert.equal(root!.attrs.tests, String(expectedTests(fail) + expectedTests(pass)));
+    const classes = new Set(cases(root!, "quickstart").map((c) => c.attrs.classname));
+    assert.deepEqual(
+      classes,
+      new Set([
+        "quickstart.comparisons",
+        "quickstart.state",
+        "quickstart.plan",
+        "quickstart.phases",
+      ]),
+    );
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("renderJunit() failure names the first divergent step and both values", async () => {
+  const { fail, tmp } = await fixtureSummaries();
+  try {
+    const { root } = validateJunit(renderJunit([{ summary: fail }]));
+    const tc = cases(root!, "quickstart").find((c) =>
+      c.attrs.name === "baseline~resume-universal (loss, exact)"
+    )!;
+    const failure = tc.children[0];
+    assert.equal(failure.name, "failure");
+    const d = fail.comparisons[1].divergence!;
+    assert.equal(
+      failure.attrs.message,
+      `first divergent step 21: baseline=${d.a} resume-universal=${d.b}`,
+    );
+    assert.match(
+      failure.text,
+      new RegExp(
+        `first divergent step: 21\\nbaseline \\(a\\) = ${d.a}\\nresume-universal \\(b\\) = ${d.b}`,
+      ),
+    );
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("renderJunit() turns a failed phase into <error> with its log tail", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_junit_" });
+  try {
+    const { runDir } = await makeFixtureRun(tmp, { verdict: "FAIL" });
+    const run = await loadRun(runDir);
+    const { problems, root } = validateJunit(renderJunit([run]));
+    assert.deepEqual(problems, []);
+    const tc = cases(root!, "quickstart").find((c) =>
+      c.attrs.classname === "quickstart.phases" && c.attrs.name === "resume-plan"
+    )!;
+    const error = tc.children[0];
+    assert.equal(error.name, "error");
+    assert.equal(error.attrs.type, "PhaseFailed");
+    assert.equal(error.attrs.message, "resume-plan: exited with code 1");
+    assert.equal(
+      error.text,
+      "loading plan <plan.json> & shards\nTraceback: KeyError: 'layers.0.experts.w1'\nfatal: missing segment",
+    );
+    const cached = cases(root!, "quickstart").find((c) => c.attrs.name === "split (cached)")!;
+    assert.equal(cached.children.length, 0);
+    const baseline = cases(root!, "quickstart").find((c) => c.attrs.name === "baseline")!;
+    assert.equal(baseline.attrs.time, "9.800");
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("renderJunit() maps ABSTAIN to <skipped> and escapes control characters and markup", async () => {
+  const { fail, tmp } = await fixtureSummaries();
+  try {
+    const summary: RunSummary = structuredClone(fail);
+    summary.experiment = 'exp"<&>\u0007';
+    summary.comparisons[0] = {
+      ...summary.comparisons[0],
+      verdict: "ABSTAIN",
+      reason: "noise floor\u0000 > 0",
+    };
+    summary.phases.at(-1)!.log_tail = "\u001b[31mred\u001b[0m \uFFFE ]]> </error>";
+    const xml = renderJunit([{ summary }]);
+    const { problems, root } = validateJunit(xml);
+    assert.deepEqual(problems, []);
+    const suite = root!.children[0];
+    assert.equal(suite.attrs.name, 'exp"<&>\\u0007');
+    const skipped = suite.children.find((c) => c.name === "testcase")!.children[0];
+    assert.equal(skipped.name, "skipped");
+    assert.equal(skipped.attrs.message, "noise floor\\u0000 > 0");
+    const error = suite.children.filter((c) => c.name === "testcase").at(-1)!.children[0];
+    assert.equal(error.text, "red \\ufffe ]]> </error>");
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("xmlText() and xmlAttr() keep text intact through a parse", () => {
+  assert.equal(xmlText("a<b>&c\u0001"), "a&lt;b&gt;&amp;c\\u0001");
+  assert.equal(xmlAttr("q\"'\n\t"), "q&quot;&apos;&#10;&#9;");
+  assert.equal(xmlText("emoji 😀 stays"), "emoji 😀 stays");
+  assert.equal(xmlText("lone \uD800 surrogate"), "lone \\ud800 surrogate");
+});

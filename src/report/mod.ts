@@ -1,0 +1,48 @@
+/**
+ * Reports of a parity run, all re-renderable from the stored artifacts of a run folder:
+ *
+ * - `report.md` ({@link renderMarkdown}) — the PR comment, first line the verdict, with the
+ *   `<!-- parity-report:<experiment> -->` marker a CI job uses to update its comment in place;
+ * - `report.html` ({@link renderHtml}) — one offline file with interactive vega-embed charts;
+ * - `junit.xml` ({@link renderJunit}) — results for CI test reporters;
+ * - `history.csv` ({@link appendHistory}, {@link historyCommand}) and suite indexes
+ *   ({@link writeSuiteIndex}).
+ *
+ * {@link renderRun} writes everything for one run folder; {@link reportCommand} is
+ * `deno task parity report <run-dir>`.
+ *
+ * @example
+ * ```ts ignore
+ * import { appendHistory, renderRun } from "./mod.ts";
+ * await renderRun("results/quickstart/20261129T101500Z-ab12cd");
+ * ```
+ *
+ * @module
+ */
+
+export { type LoadedRun, loadRun, LOG_TAIL_LINES, parseMetricsJsonl } from "./load_run.ts";
+export {
+  type ChartLink,
+  chartLinks,
+  codeBlock,
+  mdTable,
+  mdText,
+  renderMarkdown,
+  reportMarker,
+  verdictLine,
+} from "./markdown.ts";
+export { htmlTable, renderHtml } from "./html.ts";
+export { type JunitRun, renderJunit, xmlAttr, xmlText } from "./junit.ts";
+export {
+  appendHistory,
+  HISTORY_COLUMNS,
+  historyCommand,
+  historyPath,
+  type HistoryRow,
+  historyRows,
+  readHistory,
+  trendPoints,
+} from "./history.ts";
+export { compactUtc, type SuiteEntry, writeSuiteIndex } from "./suite.ts";
+export { renderRun, reportCommand, resolveRunDir, runCharts } from "./render.ts";
+export type { Cell, Table } from "./_tables.ts";

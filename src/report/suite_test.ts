@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { makeFixtureRun } from "./testdata/make_fixture.ts";
+import { compactUtc, writeSuiteIndex } from "./suite.ts";
+
+Deno.test("writeSuiteIndex() lists experiments worst verdict first with links to their reports", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_suite_" });
+  try {
+    const a = await makeFixtureRun(tmp, { verdict: "PASS", experiment: "aaa-pass" });
+    const b = await makeFixtureRun(tmp, { verdict: "FAIL", experiment: "zzz-fail" });
+    const c = await makeFixtureRun(tmp, { verdict: "PASS", experiment: "mmm-error" });
+    c.summary.verdict = "ERROR";
+    for (const run of [a, b, c]) {
+      for (const f of ["report.md", "report.html", "junit.xml"]) {
+        await Deno.writeTextFile(`${run.runDir}/${f}`, "x");
+      }
+    }
+    const when = new Date("2026-11-29T02:30:00Z");
+    const index = await writeSuiteIndex(
+      tmp,
+      [a, b, c].map((r) => ({
+        experiment: r.summary.experiment,
+        runDir: r.runDir,
+        summary: r.summary,
+      })),
+      when,
+    );
+    assert.equal(index, `${tmp}/suite-20261129T023000Z/index.md`);
+    const md = await Deno.readTextFile(index);
+    assert.equal(md.split("\n")[0], "## ❌ FAIL — parity suite · 20261129T023000Z");
+    const order = md.split("\n").filter((l) => /^\| (❌|💥|✅)/.test(l)).map((l) =>
+      l.split(" | ")[1]
+    );
+    assert.deepEqual(order, ["zzz-fail", "mmm-error", "aaa-pass"]);
+    const links = [...md.matchAll(/\]\(([^)]+)\)/g)].map((m) => m[1]);
+    assert.equal(links.length, 9);
+    for (const link of links) {
+      assert.ok((await Deno.stat(join(tmp, "suite-20261129T023000Z", link))).isFile, link);
+    }
+    const html = await Deno.readTextFile(`${tmp}/suite-20261129T023000Z/index.html`);
+    assert.deepEqual([...html.matchAll(/data-verdict="(\w+)"/g)].map((m) => m[1]), [
+      "FAIL",
+      "ERROR",
+      "PASS",
+    ]);
+    // A second suite in the same second gets its own folder.
+    const again = await writeSuiteIndex(tmp, [], when);
+    assert.equal(again, `${tmp}/suite-20261129T023000Z-2/index.md`);
+    assert.match(await Deno.readTextFile(again), /^## ✅ PASS — parity suite/);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("compactUtc() formats like run ids", () => {
+  assert.equal(compactUtc(new Date("2026-11-29T10:15:00.123Z")), "20261129T101500Z");
+});
