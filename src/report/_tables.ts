@@ -187,6 +187,15 @@ export function phaseStatus(p: PhaseSummary): string {
   return `${icon} ${p.status}`;
 }
 
+/** `; retried 1× (attempt 1: exited with code 1, log matched NCCL)` for flaky-infrastructure retries. */
+function retriesNote(p: PhaseSummary): string {
+  if (!p.retries || p.retries.length === 0) return "";
+  const each = p.retries.map((r) =>
+    `attempt ${r.attempt}: ${r.message}, log matched \`${r.matched}\``
+  );
+  return `; retried ${p.retries.length}× (${each.join("; ")})`;
+}
+
 /** The phases table with links to their logs (relative to the run folder). */
 export function phasesTable(run: LoadedRun, existing: Set<string>): Table {
   return {
@@ -209,7 +218,7 @@ export function phasesTable(run: LoadedRun, existing: Set<string>): Table {
       return [
         c(p.name),
         c(p.role),
-        c(phaseStatus(p) + (p.message ? `: ${p.message}` : "")),
+        c(phaseStatus(p) + (p.message ? `: ${p.message}` : "") + retriesNote(p)),
         c(seconds(p.wall_s)),
         c(p.cached ? `yes${p.source_run ? ` (${p.source_run})` : ""}` : "no"),
         c(p.exit_code === null ? "—" : String(p.exit_code)),
