@@ -15,7 +15,7 @@ const QUICKSTART = [
   "--ep-size",
   "2",
   "--placement",
-  "[[0,1,3],[2,3]]",
+  "[[0,1,2],[2,3]]",
   "--zero-stage",
   "2",
   "--precision",

@@ -6,10 +6,24 @@
  * @module
  */
 
-import * as vl from "vega-lite";
-import * as vega from "vega";
-import { initWasm, Resvg } from "@resvg/resvg-wasm";
+import type * as VegaLite from "vega-lite";
+import type * as Vega from "vega";
 import type { ChartSpec } from "./_spec.ts";
+
+// The renderers load on first use: a run whose charts are all reused from the previous run
+// (nothing changed) never pays for vega, vega-lite and resvg start-up.
+let vl: typeof VegaLite;
+let vega: typeof Vega;
+let resvgModule: typeof import("@resvg/resvg-wasm");
+
+async function loadRenderers(): Promise<void> {
+  if (vega) return;
+  [vl, vega, resvgModule] = await Promise.all([
+    import("vega-lite"),
+    import("vega"),
+    import("@resvg/resvg-wasm"),
+  ]);
+}
 
 /** Scale factor of PNG renders relative to the SVG's CSS pixels. */
 export const PNG_SCALE = 2;
@@ -24,7 +38,8 @@ async function readResolved(specifier: string): Promise<Uint8Array> {
 /** Initialises resvg-wasm and loads the font, once per process. */
 function ready(): Promise<Uint8Array> {
   if (!wasmPromise) {
-    wasmPromise = readResolved("@resvg/resvg-wasm/index_bg.wasm").then((bytes) => initWasm(bytes));
+    wasmPromise = Promise.all([readResolved("@resvg/resvg-wasm/index_bg.wasm"), loadRenderers()])
+      .then(([bytes]) => resvgModule.initWasm(bytes));
     // A failed init must not poison later attempts with a cached rejection.
     wasmPromise.catch(() => (wasmPromise = null));
   }
@@ -94,13 +109,14 @@ export function staticSpec(spec: ChartSpec): ChartSpec {
  * @param spec The vega-lite spec.
  * @param warnings Receives compiler warnings instead of the console.
  */
-export function compileSpec(spec: ChartSpec, warnings: string[] = []): vega.Spec {
-  type Options = NonNullable<Parameters<typeof vl.compile>[1]>;
+export async function compileSpec(spec: ChartSpec, warnings: string[] = []): Promise<Vega.Spec> {
+  await loadRenderers();
+  type Options = NonNullable<Parameters<typeof VegaLite.compile>[1]>;
   // vega tags inlined data rows in place; compile a copy so the caller's spec stays plain JSON.
-  const compiled = vl.compile(structuredClone(spec) as unknown as vl.TopLevelSpec, {
+  const compiled = vl.compile(structuredClone(spec) as unknown as VegaLite.TopLevelSpec, {
     logger: collectingLogger(warnings) as unknown as Options["logger"],
   });
-  return compiled.spec as vega.Spec;
+  return compiled.spec as Vega.Spec;
 }
 
 /**
@@ -115,9 +131,10 @@ export function compileSpec(spec: ChartSpec, warnings: string[] = []): vega.Spec
  * ```
  */
 export async function renderSvg(spec: ChartSpec, warnings: string[] = []): Promise<string> {
-  const view = new vega.View(vega.parse(compileSpec(staticSpec(spec), warnings)), {
+  const compiled = await compileSpec(staticSpec(spec), warnings);
+  const view = new vega.View(vega.parse(compiled), {
     renderer: "none",
-    logger: collectingLogger(warnings) as unknown as vega.LoggerInterface,
+    logger: collectingLogger(warnings) as unknown as Vega.LoggerInterface,
   });
   try {
     return await view.toSVG();
@@ -131,7 +148,7 @@ export async function renderSvg(spec: ChartSpec, warnings: string[] = []): Promi
  */
 export async function svgToPng(svg: string, scale: number = PNG_SCALE): Promise<Uint8Array> {
   const font = await ready();
-  const resvg = new Resvg(
+  const resvg = new resvgModule.Resvg(
     svg,
     {
       fitTo: { mode: "zoom", value: scale },
@@ -142,7 +159,7 @@ export async function svgToPng(svg: string, scale: number = PNG_SCALE): Promise<
         defaultFontFamily: "DejaVu Sans",
         sansSerifFamily: "DejaVu Sans",
       },
-    } as ConstructorParameters<typeof Resvg>[1],
+    } as ConstructorParameters<typeof resvgModule.Resvg>[1],
   );
   try {
     const image = resvg.render();
@@ -170,25 +187,59 @@ export interface WrittenChart {
   warnings: string[];
 }
 
+/** Options of {@link writeChart}. */
+export interface WriteChartOptions {
+  /**
+   * Another charts folder (the previous run's): when it holds this chart with a byte-identical
+   * spec, its SVG and PNG are copied instead of rendered again. A chart is a pure function of
+   * its spec, so this never shows stale pictures.
+   */
+  reuseFrom?: string;
+}
+
+async function readTextIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Writes `<dir>/<name>.vl.json`, `<name>.svg` and `<name>.png` (2x) for one spec.
+ * Writes `<dir>/<name>.vl.json`, `<name>.svg` and `<name>.png` (2x) for one spec, reusing an
+ * identical earlier render in `dir` or `options.reuseFrom` when there is one.
  */
 export async function writeChart(
   dir: string,
   name: string,
   spec: ChartSpec,
+  options: WriteChartOptions = {},
 ): Promise<WrittenChart> {
   await Deno.mkdir(dir, { recursive: true });
-  const warnings: string[] = [];
-  const svg = await renderSvg(spec, warnings);
-  const png = await svgToPng(svg);
+  const specText = JSON.stringify(spec, null, 1) + "\n";
   const specPath = `${dir}/${name}.vl.json`;
   const svgPath = `${dir}/${name}.svg`;
   const pngPath = `${dir}/${name}.png`;
-  await Promise.all([
-    Deno.writeTextFile(specPath, JSON.stringify(spec, null, 1) + "\n"),
-    Deno.writeTextFile(svgPath, svg),
-    Deno.writeFile(pngPath, png),
-  ]);
+  for (const from of [dir, options.reuseFrom]) {
+    if (!from || (await readTextIfExists(`${from}/${name}.vl.json`)) !== specText) continue;
+    try {
+      if (from !== dir) {
+        await Deno.copyFile(`${from}/${name}.svg`, svgPath);
+        await Deno.copyFile(`${from}/${name}.png`, pngPath);
+        await Deno.writeTextFile(specPath, specText);
+      } else {
+        await Promise.all([Deno.stat(svgPath), Deno.stat(pngPath)]);
+      }
+      return { name, specPath, svgPath, pngPath, warnings: [] };
+    } catch {
+      // A half-present earlier render: render afresh.
+    }
+  }
+  const warnings: string[] = [];
+  const svg = await renderSvg(spec, warnings);
+  const png = await svgToPng(svg);
+  // The spec goes last, so an interrupted write never pairs a new spec with old pictures.
+  await Promise.all([Deno.writeTextFile(svgPath, svg), Deno.writeFile(pngPath, png)]);
+  await Deno.writeTextFile(specPath, specText);
   return { name, specPath, svgPath, pngPath, warnings };
 }

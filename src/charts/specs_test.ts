@@ -25,16 +25,16 @@ function dataValues(spec: ChartSpec): Json[][] {
   return out;
 }
 
-function compilesCleanly(spec: ChartSpec): void {
+async function compilesCleanly(spec: ChartSpec): Promise<void> {
   const warnings: string[] = [];
-  compileSpec(spec, warnings);
+  await compileSpec(spec, warnings);
   assert.deepEqual(warnings, []);
 }
 
 const range = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-Deno.test("lossOverlaySpec() draws every phase, the save rule, the noise band and a log axis", () => {
+Deno.test("lossOverlaySpec() draws every phase, the save rule, the noise band and a log axis", async () => {
   const spec = lossOverlaySpec({
     title: "quickstart: loss",
     series: [
@@ -46,7 +46,7 @@ Deno.test("lossOverlaySpec() draws every phase, the save rule, the noise band an
     logScale: true,
     divergences: [{ step: 21, label: "resume-native" }],
   });
-  compilesCleanly(spec);
+  await compilesCleanly(spec);
   const text = JSON.stringify(spec);
   assert.match(text, /"type":"log"/);
   assert.match(text, /"label":"save @ 20"/);
@@ -101,7 +101,7 @@ Deno.test("alignDifference() computes b − a and the float64 ULP distance on sh
   assert.deepEqual(rows.map((r) => r.ulp), [0, 1, ulpDistance64(1, 0.5)]);
 });
 
-Deno.test("differenceSpec() adds a ULP panel for exact lanes and marks the first divergence", () => {
+Deno.test("differenceSpec() adds a ULP panel for exact lanes and marks the first divergence", async () => {
   const steps = range(21, 40);
   const a = steps.map((s) => 2 / s);
   const b = steps.map((s, i) => (s >= 27 ? a[i] + 1e-6 * (s - 26) : a[i]));
@@ -117,7 +117,7 @@ Deno.test("differenceSpec() adds a ULP panel for exact lanes and marks the first
     lastStep: 40,
     firstDivergentStep: 27,
   });
-  compilesCleanly(exact);
+  await compilesCleanly(exact);
   assert.equal((exact.vconcat as Json[]).length, 2);
   const text = JSON.stringify(exact);
   assert.match(text, /ULP distance \(f64\)/);
@@ -137,7 +137,7 @@ Deno.test("differenceSpec() adds a ULP panel for exact lanes and marks the first
     seriesA: { steps, values: a },
     seriesB: { steps, values: b },
   });
-  compilesCleanly(tolerance);
+  await compilesCleanly(tolerance);
   assert.equal(tolerance.vconcat, undefined);
   assert.doesNotMatch(JSON.stringify(tolerance), /ULP distance/);
 });
@@ -162,7 +162,7 @@ Deno.test("differenceSpec() downsamples 10,000 steps and keeps the divergent ste
   assert.ok(values.some((r: Json) => r.step === 6543));
 });
 
-Deno.test("planLoadSpec() groups send/receive bars per process and policy", () => {
+Deno.test("planLoadSpec() groups send/receive bars per process and policy", async () => {
   const plans: PlanSyncSummary[] = [
     {
       policy: "first_holder",
@@ -193,12 +193,12 @@ Deno.test("planLoadSpec() groups send/receive bars per process and policy", () =
     { policy: "first_holder", process: "10", direction: "receive", bytes: 20 },
   ]);
   const spec = planLoadSpec("x", plans)!;
-  compilesCleanly(spec);
+  await compilesCleanly(spec);
   assert.match(JSON.stringify(spec), /"xOffset"/);
   assert.equal(planLoadSpec("x", [plans[1]]), null);
 });
 
-Deno.test("historyTrendSpec() colours points by verdict with a fixed palette", () => {
+Deno.test("historyTrendSpec() colours points by verdict with a fixed palette", async () => {
   const spec = historyTrendSpec([
     {
       time: "2026-11-28T02:00:00Z",
@@ -219,7 +219,7 @@ Deno.test("historyTrendSpec() colours points by verdict with a fixed palette", (
       first_divergent_step: 21,
     },
   ]);
-  compilesCleanly(spec);
+  await compilesCleanly(spec);
   const text = JSON.stringify(spec);
   assert.match(text, /"domain":\["PASS","FAIL","ERROR","ABSTAIN"\],"range":\["#2ca02c","#d62728"/);
   assert.equal(dataValues(spec)[0].length, 2);

@@ -31,6 +31,7 @@ import { moveAttemptAside, shouldRetry } from "./retry.ts";
 import type { Progress } from "./progress.ts";
 import {
   experimentFolderName,
+  latestRunDir,
   newRunId,
   updateLatest,
   writeJsonAtomic,
@@ -337,7 +338,7 @@ async function runLocked(
   await writeTextAtomic(join(runDir, "losses.csv"), lossesCsv(evaluation.series, "loss"));
   await writeJsonAtomic(join(runDir, "summary.json"), summary);
   try {
-    await renderRun(runDir);
+    await renderRun(runDir, { reuseFrom: await latestRunDir(experimentDir) });
   } catch (e) {
     // Reports are derived data: a rendering bug must not lose the verdict.
     progress.note(`warning: report rendering failed: ${e instanceof Error ? e.message : e}`);

@@ -44,5 +44,11 @@ export {
   trendPoints,
 } from "./history.ts";
 export { compactUtc, type SuiteEntry, writeSuiteIndex } from "./suite.ts";
-export { renderRun, reportCommand, resolveRunDir, runCharts } from "./render.ts";
+export {
+  renderRun,
+  type RenderRunOptions,
+  reportCommand,
+  resolveRunDir,
+  runCharts,
+} from "./render.ts";
 export type { Cell, Table } from "./_tables.ts";

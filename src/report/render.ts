@@ -67,18 +67,26 @@ export function runCharts(run: LoadedRun): NamedChart[] {
   });
 }
 
+/** Options of {@link renderRun}. */
+export interface RenderRunOptions {
+  /** An earlier run folder whose identical charts may be copied instead of rendered. */
+  reuseFrom?: string;
+}
+
 /**
  * Writes `report.md`, `report.html`, `junit.xml` and `charts/<name>.{vl.json,svg,png}` into
  * `runDir` from its `summary.json`, `losses.csv`, `experiment.resolved.yaml` and phase logs.
  * Does not touch `history.csv` (re-rendering must not add history rows).
  *
  * @param runDir `<results>/<experiment>/<run-id>`.
+ * @param options Where identical charts may be reused from.
  */
-export async function renderRun(runDir: string): Promise<void> {
+export async function renderRun(runDir: string, options: RenderRunOptions = {}): Promise<void> {
   const run = await loadRun(runDir);
   const charts = runCharts(run);
   const chartDir = `${runDir}/charts`;
-  for (const chart of charts) await writeChart(chartDir, chart.name, chart.spec);
+  const reuseFrom = options.reuseFrom ? `${options.reuseFrom}/charts` : undefined;
+  for (const chart of charts) await writeChart(chartDir, chart.name, chart.spec, { reuseFrom });
   await pruneCharts(chartDir, new Set(charts.map((c) => c.name)));
   const files = await existingLogs(run);
   await writeAtomic(`${runDir}/report.md`, renderMarkdown(run, chartLinks(charts), files));

@@ -1,0 +1,270 @@
+/**
+ * Command-line parsing for `train` and `convert`: `--flag value` or `--flag=value`, unknown
+ * flags rejected, `PARITY_*` environment variables as defaults (flags win; an empty variable
+ * counts as unset), and every value validated into a {@link TrainOptions}.
+ *
+ * @module
+ */
+
+import {
+  makePlacement,
+  type PlacementDescriptor,
+  uniformPlacement,
+  validatePlacement,
+} from "../affine/map.ts";
+import { MODEL, type TrainOptions } from "./config.ts";
+import { UsageError } from "./errors.ts";
+import { FAULT_NAMES, isFault } from "./faults.ts";
+
+/** One accepted flag. */
+export interface FlagSpec {
+  /** Flag name without dashes. */
+  name: string;
+  /** `PARITY_*` variable used when the flag is absent. */
+  env?: string;
+  /** True for a switch that takes no value. */
+  bool?: boolean;
+  /** One-line help. */
+  help: string;
+}
+
+/** Flags of `train`. */
+export const TRAIN_FLAGS: readonly FlagSpec[] = [
+  {
+    name: "steps",
+    env: "PARITY_STEPS",
+    help: "schedule length (last step of the full run), default 40",
+  },
+  { name: "stop-at", env: "PARITY_STOP_AT", help: "last step this process runs, default --steps" },
+  {
+    name: "seed",
+    env: "PARITY_SEED",
+    help: "seed of data, init, dropout and shuffles, default 1234",
+  },
+  { name: "save-at", env: "PARITY_SAVE_AT", help: "save a native checkpoint after this step" },
+  { name: "checkpoint-dir", env: "PARITY_CHECKPOINT_DIR", help: "root of native checkpoints" },
+  {
+    name: "resume-from",
+    env: "PARITY_RESUME_FROM",
+    help: "tag folder, universal folder or checkpoint root",
+  },
+  {
+    name: "resume-kind",
+    env: "PARITY_RESUME_KIND",
+    help: "native | universal (default: detected)",
+  },
+  { name: "plan", env: "PARITY_PLAN", help: "plan file for --resume-kind plan" },
+  {
+    name: "metrics-file",
+    env: "PARITY_METRICS_FILE",
+    help: "JSONL file to append to (default stdout)",
+  },
+  { name: "world-size", help: "data-parallel ranks W, default 1" },
+  { name: "ep-size", help: "expert-parallel ranks P (divides W), default 1 or the placement's" },
+  {
+    name: "placement",
+    help: "AutoEP placement: JSON descriptor, [[experts of EP rank 0], ...] or a file",
+  },
+  { name: "zero-stage", help: "1 | 2 | 3, default 2" },
+  { name: "precision", help: "fp32 | bf16, default fp32" },
+  { name: "grad-accum", help: "micro-batches per optimizer step (divides 16), default 1" },
+  { name: "fault", help: `inject a resume bug: ${FAULT_NAMES.join(", ")}` },
+  { name: "quiet", bool: true, help: "no progress lines on stderr" },
+];
+
+/** Flags of `convert` (DeepSpeed's spelling). */
+export const CONVERT_FLAGS: readonly FlagSpec[] = [
+  { name: "input_folder", help: "native tag folder (<dir>/global_step<N>)" },
+  { name: "output_folder", help: "universal output folder" },
+  { name: "fault", help: "converter-side faults act here; other names are accepted and ignored" },
+];
+
+/** Thrown by {@link parseFlags} for `--help`. */
+export class HelpRequested extends Error {
+  /** Creates the marker error. */
+  constructor() {
+    super("help");
+    this.name = "HelpRequested";
+  }
+}
+
+/** Parses flags against specs, merging `PARITY_*` defaults; returns raw string values. */
+export function parseFlags(
+  argv: readonly string[],
+  specs: readonly FlagSpec[],
+  env: Record<string, string | undefined>,
+): Map<string, string> {
+  const byName = new Map(specs.map((s) => [s.name, s]));
+  const values = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--help" || arg === "-h") throw new HelpRequested();
+    if (!arg.startsWith("--")) {
+      throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
+    }
+    const eq = arg.indexOf("=");
+    const name = arg.slice(2, eq < 0 ? undefined : eq);
+    const spec = byName.get(name);
+    if (!spec) throw new UsageError(`unknown flag --${name} (see --help)`);
+    if (spec.bool) {
+      if (eq >= 0) throw new UsageError(`--${name} takes no value`);
+      values.set(name, "true");
+      continue;
+    }
+    let value: string;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else {
+      if (i + 1 >= argv.length) throw new UsageError(`--${name} needs a value`);
+      value = argv[++i];
+    }
+    values.set(name, value);
+  }
+  for (const spec of specs) {
+    if (values.has(spec.name) || !spec.env) continue;
+    const v = env[spec.env];
+    if (v !== undefined && v !== "") values.set(spec.name, v);
+  }
+  return values;
+}
+
+/** Help text of a command. */
+export function helpText(command: string, specs: readonly FlagSpec[]): string {
+  const lines = [`usage: deno task trainer ${command} [flags]`, ""];
+  for (const s of specs) {
+    const env = s.env ? ` (env ${s.env})` : "";
+    lines.push(`  --${s.name.padEnd(16)} ${s.help}${env}`);
+  }
+  return lines.join("\n");
+}
+
+function int(
+  values: Map<string, string>,
+  name: string,
+  fallback: number | null,
+  min: number,
+  max: number,
+) {
+  const raw = values.get(name);
+  if (raw === undefined) return fallback;
+  if (!/^-?\d+$/.test(raw.trim())) {
+    throw new UsageError(`--${name} must be an integer, got ${JSON.stringify(raw)}`);
+  }
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new UsageError(`--${name} must be in [${min}, ${max}], got ${n}`);
+  return n;
+}
+
+/** Parses `--placement`: a descriptor object, a list of per-EP-rank expert lists, or a file. */
+export function parsePlacement(raw: string): PlacementDescriptor {
+  let text = raw.trim();
+  if (!text.startsWith("{") && !text.startsWith("[")) {
+    try {
+      text = Deno.readTextFileSync(raw);
+    } catch {
+      throw new UsageError(`--placement: cannot read file ${raw}`);
+    }
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new UsageError(`--placement: not valid JSON`);
+  }
+  try {
+    if (Array.isArray(value)) {
+      if (!value.every((r) => Array.isArray(r))) {
+        throw new UsageError(`--placement: a list must hold one expert list per EP rank`);
+      }
+      return makePlacement(MODEL.numExperts, value as number[][]);
+    }
+    return validatePlacement(value, "--placement");
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    throw new UsageError(`--placement: ${(e as Error).message}`);
+  }
+}
+
+/** Validates `train` flags into options (usage errors for every bad value). */
+export function trainOptions(values: Map<string, string>): TrainOptions {
+  const steps = int(values, "steps", 40, 1, 1_000_000)!;
+  const stopAt = int(values, "stop-at", steps, 1, steps)!;
+  const seed = int(values, "seed", 1234, 0, 0xffffffff)!;
+  const saveAt = int(values, "save-at", null, 1, stopAt);
+  const checkpointDir = values.get("checkpoint-dir") ?? null;
+  if (saveAt !== null && checkpointDir === null) {
+    throw new UsageError(`--save-at needs --checkpoint-dir (or PARITY_CHECKPOINT_DIR)`);
+  }
+  const resumeFrom = values.get("resume-from") ?? null;
+  // A kind without a path is ignored: harnesses may export PARITY_RESUME_KIND to every phase.
+  const resumeKind = resumeFrom === null ? null : values.get("resume-kind") ?? null;
+  const plan = values.get("plan") ?? null;
+  if (resumeKind === "plan" && plan === null) {
+    throw new UsageError(`--resume-kind plan needs --plan`);
+  }
+  const worldSize = int(values, "world-size", 1, 1, 256)!;
+  const placementRaw = values.get("placement");
+  const placement = placementRaw === undefined ? null : parsePlacement(placementRaw);
+  const epSize = int(values, "ep-size", placement?.ep_size ?? 1, 1, 256)!;
+  if (worldSize % epSize !== 0) {
+    throw new UsageError(`--ep-size ${epSize} does not divide --world-size ${worldSize}`);
+  }
+  if (placement && placement.ep_size !== epSize) {
+    throw new UsageError(
+      `--placement has ep_size ${placement.ep_size}, but --ep-size is ${epSize}`,
+    );
+  }
+  if (placement && placement.num_experts !== MODEL.numExperts) {
+    throw new UsageError(
+      `--placement has ${placement.num_experts} experts, the model has ${MODEL.numExperts}`,
+    );
+  }
+  let resolvedPlacement: PlacementDescriptor;
+  if (placement) resolvedPlacement = placement;
+  else {
+    if (MODEL.numExperts % epSize !== 0) {
+      throw new UsageError(
+        `--ep-size ${epSize} does not divide ${MODEL.numExperts} experts; give --placement`,
+      );
+    }
+    resolvedPlacement = uniformPlacement(MODEL.numExperts, epSize);
+  }
+  const zero = values.get("zero-stage") ?? "2";
+  if (!["1", "2", "3"].includes(zero)) {
+    throw new UsageError(`--zero-stage must be 1, 2 or 3, got ${zero}`);
+  }
+  const precision = values.get("precision") ?? "fp32";
+  if (precision !== "fp32" && precision !== "bf16") {
+    throw new UsageError(`--precision must be fp32 or bf16, got ${precision}`);
+  }
+  const gradAccum = int(values, "grad-accum", 1, 1, MODEL.globalBatch)!;
+  if (MODEL.globalBatch % gradAccum !== 0) {
+    throw new UsageError(
+      `--grad-accum ${gradAccum} does not divide the global batch of ${MODEL.globalBatch}`,
+    );
+  }
+  const fault = values.get("fault") ?? null;
+  if (fault !== null && !isFault(fault)) {
+    throw new UsageError(`--fault ${fault} is unknown (known: ${FAULT_NAMES.join(", ")})`);
+  }
+  return {
+    steps,
+    stopAt,
+    seed,
+    saveAt,
+    checkpointDir,
+    resumeFrom,
+    resumeKind,
+    plan,
+    metricsFile: values.get("metrics-file") ?? null,
+    topology: {
+      worldSize,
+      epSize,
+      placement: resolvedPlacement,
+      zeroStage: Number(zero) as 1 | 2 | 3,
+      precision,
+    },
+    gradAccum,
+    fault,
+    progress: values.get("quiet") !== "true",
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * Entry point of the reference trainer: `deno run -A src/reference/cli.ts <command> [flags]`
+ * (`deno task trainer ...`). Commands live in {@link COMMANDS}, so another subcommand (e.g.
+ * `plan`) is one more entry. Exit codes: 0 success, 1 run-time failure (missing, corrupt or
+ * unfit checkpoint; refused conversion), 2 usage error. Every failure prints one line on stderr.
+ *
+ * @module
+ */
+
+import {
+  CONVERT_FLAGS,
+  type FlagSpec,
+  HelpRequested,
+  helpText,
+  parseFlags,
+  TRAIN_FLAGS,
+  trainOptions,
+} from "./args.ts";
+import { TrainerError, UsageError } from "./errors.ts";
+import { FAULT_NAMES, isFault } from "./faults.ts";
+import { CRASH_IN_SAVE_ENV } from "./files.ts";
+import { runTrain } from "./trainer.ts";
+import { convertToUniversal } from "./universal.ts";
+
+/** Output channels of a command (stderr lines; tests capture them). */
+export interface CliIo {
+  /** Writes one line to stderr. */
+  err: (line: string) => void;
+  /** Writes one line to stdout. */
+  out: (line: string) => void;
+}
+
+/** One subcommand. */
+export interface Command {
+  /** One-line summary for the top-level help. */
+  summary: string;
+  /** Accepted flags (for `--help`). */
+  flags: readonly FlagSpec[];
+  /** Runs the command; resolves to the exit code. */
+  run: (argv: string[], env: Record<string, string | undefined>, io: CliIo) => Promise<number>;
+}
+
+/** The subcommands, by name. */
+export const COMMANDS: Record<string, Command> = {
+  train: {
+    summary: "train (fresh or resumed), logging metrics and saving native checkpoints",
+    flags: TRAIN_FLAGS,
+    run: async (argv, env, io) => {
+      const values = parseFlags(argv, TRAIN_FLAGS, env);
+      const options = trainOptions(values);
+      options.crashInSave = env[CRASH_IN_SAVE_ENV] === "1";
+      await runTrain(options, { log: io.err, out: io.out });
+      return 0;
+    },
+  },
+  convert: {
+    summary: "convert a native global_step<N> folder to the universal layout",
+    flags: CONVERT_FLAGS,
+    run: (argv, env, io) => {
+      const values = parseFlags(argv, CONVERT_FLAGS, env);
+      const input = values.get("input_folder"), output = values.get("output_folder");
+      if (!input) throw new UsageError("--input_folder is required");
+      if (!output) throw new UsageError("--output_folder is required");
+      const fault = values.get("fault") ?? null;
+      if (fault !== null && !isFault(fault)) {
+        throw new UsageError(`--fault ${fault} is unknown (known: ${FAULT_NAMES.join(", ")})`);
+      }
+      const out = convertToUniversal({ inputFolder: input, outputFolder: output, fault });
+      io.err(`wrote universal checkpoint ${out}`);
+      return Promise.resolve(0);
+    },
+  },
+};
+
+function topHelp(): string {
+  const lines = ["usage: deno task trainer <command> [flags]", "", "commands:"];
+  for (const [name, c] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(10)} ${c.summary}`);
+  lines.push("", "run `deno task trainer <command> --help` for its flags");
+  return lines.join("\n");
+}
+
+const defaultIo: CliIo = {
+  err: (line) => console.error(line),
+  out: (line) => console.log(line),
+};
+
+/** Runs the CLI with `argv` (without the script name); resolves to the exit code. */
+export async function main(
+  argv: string[],
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+  io: CliIo = defaultIo,
+): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    (name === undefined ? io.err : io.out)(topHelp());
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.err(
+      `trainer: error: unknown command ${JSON.stringify(name)} (known: ${
+        Object.keys(COMMANDS).join(", ")
+      })`,
+    );
+    return 2;
+  }
+  try {
+    return await command.run(rest, env, io);
+  } catch (e) {
+    if (e instanceof HelpRequested) {
+      io.out(helpText(name, command.flags));
+      return 0;
+    }
+    if (e instanceof UsageError || e instanceof TrainerError) {
+      io.err(`trainer ${name}: error: ${e.message}`);
+      return e.exitCode;
+    }
+    const message = e instanceof Error ? e.message : String(e);
+    io.err(`trainer ${name}: error: ${message.split("\n")[0]}`);
+    return 1;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

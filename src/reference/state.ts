@@ -1,0 +1,240 @@
+/**
+ * Training state as the simulated ranks hold it: for every parameter, one shard per EP rank
+ * (fp32 master, exp_avg, exp_avg_sq and the module copy used by forward/backward), plus the
+ * logical common state (steps, scheduler, RNG counter, sampler position). Digests hash the
+ * **logical** state, so they compare across topologies and reveal replicas that disagree.
+ *
+ * @module
+ */
+
+import { extract, type ParamAffineMap, rebuild } from "../affine/map.ts";
+import { InvalidMapError } from "../affine/errors.ts";
+import { roundToBf16Into } from "./bf16.ts";
+import { HYPER } from "./config.ts";
+import { freshSampler, type SamplerState } from "./data.ts";
+import { CheckpointError } from "./errors.ts";
+import { Hasher64, hashJson } from "./hash.ts";
+import type { FlatGroup, Layout } from "./layout.ts";
+import { initParams } from "./model.ts";
+import { freshScheduler, type SchedulerState } from "./optimizer.ts";
+
+/** Per-EP-rank shards of one parameter (index = EP rank; empty arrays where a rank holds none). */
+export interface ParamState {
+  /** fp32 master weights. */
+  fp32: Float32Array[];
+  /** Adam first moments. */
+  expAvg: Float32Array[];
+  /** Adam second moments. */
+  expAvgSq: Float32Array[];
+  /** Module weights (bf16-rounded under `--precision bf16`). */
+  module: Float32Array[];
+}
+
+/** Logical RNG state: the seed and the counter of the next micro-batch's draws. */
+export interface RngState {
+  /** Seed. */
+  seed: number;
+  /** Counter; advances once per micro-batch. */
+  offset: number;
+}
+
+/** Topology-independent state outside the parameter tensors. */
+export interface CommonState {
+  /** Optimizer steps completed. */
+  globalStep: number;
+  /** Micro-batches consumed. */
+  microStep: number;
+  /** Adam's step counter (bias correction). */
+  optimizerStep: number;
+  /** LR scheduler. */
+  scheduler: SchedulerState;
+  /** RNG counter. */
+  rng: RngState;
+  /** Sampler position. */
+  sampler: SamplerState;
+}
+
+/** The whole state of a run. */
+export interface TrainState {
+  /** Layout of the ranks holding it. */
+  layout: Layout;
+  /** Parameter shards by name. */
+  params: Map<string, ParamState>;
+  /** Common state. */
+  common: CommonState;
+}
+
+/** Shards of one parameter keyed by EP rank, as a checkpoint loader produces them. */
+export interface ShardSet {
+  /** fp32 master shards. */
+  fp32: Map<number, Float32Array>;
+  /** exp_avg shards. */
+  expAvg: Map<number, Float32Array>;
+  /** exp_avg_sq shards. */
+  expAvgSq: Map<number, Float32Array>;
+  /** Module-weight shards when the source stores them (native); else derived from fp32. */
+  module?: Map<number, Float32Array>;
+}
+
+/** What every resume loader returns: the target topology's shards plus the common state. */
+export interface LoadedCheckpoint {
+  /** Loader kind (`native`, `universal`, `plan`, ...). */
+  kind: string;
+  /** Path it was loaded from. */
+  path: string;
+  /** Restored common state. */
+  common: CommonState;
+  /** Shards for the target layout's EP ranks, by parameter name. */
+  shards: Map<string, ShardSet>;
+}
+
+/** Sets the module copy from the fp32 master (bf16 rounding or a plain copy). */
+export function refreshModule(layout: Layout, ps: ParamState): void {
+  for (let p = 0; p < ps.fp32.length; p++) {
+    if (layout.topology.precision === "bf16") roundToBf16Into(ps.fp32[p], ps.module[p]);
+    else ps.module[p].set(ps.fp32[p]);
+  }
+}
+
+function shardNumel(map: ParamAffineMap, p: number): number {
+  const s = map.ranks.get(p);
+  return s ? s.shardShape.reduce((a, b) => a * b, 1) : 0;
+}
+
+/** A fresh run's state: seeded logical weights extracted onto the layout's shards. */
+export function initState(layout: Layout, seed: number, steps: number): TrainState {
+  const logical = initParams(seed, layout.model);
+  const params = new Map<string, ParamState>();
+  for (const spec of layout.specs) {
+    const map = layout.maps.get(spec.name)!;
+    const P = layout.topology.epSize;
+    const ps: ParamState = { fp32: [], expAvg: [], expAvgSq: [], module: [] };
+    for (let p = 0; p < P; p++) {
+      const n = shardNumel(map, p);
+      ps.fp32.push(n > 0 ? extract(map, logical.get(spec.name)!, p) : new Float32Array(0));
+      ps.expAvg.push(new Float32Array(n));
+      ps.expAvgSq.push(new Float32Array(n));
+      ps.module.push(new Float32Array(n));
+    }
+    refreshModule(layout, ps);
+    params.set(spec.name, ps);
+  }
+  return {
+    layout,
+    params,
+    common: {
+      globalStep: 0,
+      microStep: 0,
+      optimizerStep: 0,
+      scheduler: freshScheduler(HYPER, steps),
+      rng: { seed, offset: 0 },
+      sampler: freshSampler(seed, layout.model.datasetSize),
+    },
+  };
+}
+
+/** Builds the running state from a loader's shards, checking every shard against the layout. */
+export function stateFromLoaded(layout: Layout, loaded: LoadedCheckpoint): TrainState {
+  const params = new Map<string, ParamState>();
+  const P = layout.topology.epSize;
+  for (const spec of layout.specs) {
+    const set = loaded.shards.get(spec.name);
+    if (!set) throw new CheckpointError(`${loaded.path}: no state for parameter ${spec.name}`);
+    const map = layout.maps.get(spec.name)!;
+    const ps: ParamState = { fp32: [], expAvg: [], expAvgSq: [], module: [] };
+    const pick = (m: Map<number, Float32Array>, p: number, what: string) => {
+      const n = shardNumel(map, p);
+      const a = m.get(p) ?? (n === 0 ? new Float32Array(0) : undefined);
+      if (!a || a.length !== n) {
+        throw new CheckpointError(
+          `${loaded.path}: ${spec.name} ${what} shard of EP rank ${p} has ${
+            a?.length ?? "no"
+          } elements, the target layout needs ${n}`,
+        );
+      }
+      return a;
+    };
+    for (let p = 0; p < P; p++) {
+      ps.fp32.push(pick(set.fp32, p, "fp32"));
+      ps.expAvg.push(pick(set.expAvg, p, "exp_avg"));
+      ps.expAvgSq.push(pick(set.expAvgSq, p, "exp_avg_sq"));
+      ps.module.push(
+        set.module ? pick(set.module, p, "module") : new Float32Array(shardNumel(map, p)),
+      );
+    }
+    if (!set.module) refreshModule(layout, ps);
+    params.set(spec.name, ps);
+  }
+  return { layout, params, common: structuredClone(loaded.common) };
+}
+
+/**
+ * Hashes the logical tensor behind per-EP-rank shards. Replicas that agree hash as the logical
+ * tensor (so digests compare across topologies); replicas that disagree hash differently.
+ */
+export function hashLogical(h: Hasher64, map: ParamAffineMap, shards: Float32Array[]): void {
+  const byRank = new Map<number, Float32Array>();
+  shards.forEach((s, p) => {
+    if (map.ranks.has(p)) byRank.set(p, s);
+  });
+  let full: Float32Array;
+  try {
+    full = rebuild(map, byRank);
+  } catch (e) {
+    if (!(e instanceof InvalidMapError) || !e.message.includes("different data")) throw e;
+    h.updateString("replicas-diverge");
+    for (const s of shards) h.updateArray(s);
+    return;
+  }
+  h.updateString(JSON.stringify(map.logicalShape));
+  h.updateArray(full);
+}
+
+/** Digest of one tensor component (fp32, exp_avg, ...) over every parameter. */
+export function componentDigest(
+  layout: Layout,
+  params: Map<string, ParamState>,
+  pick: (ps: ParamState) => Float32Array[],
+): string {
+  const h = new Hasher64();
+  for (const spec of layout.specs) {
+    h.updateString(spec.name);
+    hashLogical(h, layout.maps.get(spec.name)!, pick(params.get(spec.name)!));
+  }
+  return h.digest();
+}
+
+/** Digests of every logical state component, as `saved` and `loaded` events report them. */
+export function stateDigests(state: TrainState): Record<string, string> {
+  const { layout, params, common } = state;
+  return {
+    params: componentDigest(layout, params, (p) => p.fp32),
+    exp_avg: componentDigest(layout, params, (p) => p.expAvg),
+    exp_avg_sq: componentDigest(layout, params, (p) => p.expAvgSq),
+    module_params: componentDigest(layout, params, (p) => p.module),
+    optimizer_step: hashJson(common.optimizerStep),
+    lr_scheduler: hashJson(common.scheduler),
+    rng: hashJson(common.rng),
+    sampler: hashJson(common.sampler),
+  };
+}
+
+/** Flattens one group's shards (picked per name) into a zero-padded flat buffer. */
+export function flattenGroup(group: FlatGroup, pick: (name: string) => Float32Array): Float32Array {
+  const flat = new Float32Array(group.partitionSize * group.ranks.length);
+  for (const e of group.entries) {
+    const src = pick(e.name);
+    if (src.length !== e.numel) {
+      throw new Error(`flatten: ${e.name} has ${src.length} elements, group expects ${e.numel}`);
+    }
+    flat.set(src, e.offset);
+  }
+  return flat;
+}
+
+/** Splits a flat group buffer back into per-parameter shards. */
+export function unflattenGroup(group: FlatGroup, flat: Float32Array): Map<string, Float32Array> {
+  const out = new Map<string, Float32Array>();
+  for (const e of group.entries) out.set(e.name, flat.slice(e.offset, e.offset + e.numel));
+  return out;
+}

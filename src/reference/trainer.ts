@@ -1,0 +1,168 @@
+/**
+ * The `train` command: builds the layout, loads a checkpoint through the chosen resume loader
+ * (before anything is written), then runs optimizer steps, logs step records and events to the
+ * metrics sink, and saves the native checkpoint at `--save-at`. Faults act here at load time
+ * (skip-*-restore, reset-adam-step) and save time (mid-accumulation-save, replica-drift,
+ * save-perturbs-rng).
+ *
+ * @module
+ */
+
+import { saveNative } from "./checkpoint.ts";
+import { HYPER, MODEL, type TrainOptions } from "./config.ts";
+import { freshSampler, makeDataset } from "./data.ts";
+import { Engine } from "./engine.ts";
+import { UsageError } from "./errors.ts";
+import { buildLayout } from "./layout.ts";
+import { type MetricsSink, openMetrics } from "./metrics.ts";
+import { freshScheduler } from "./optimizer.ts";
+import { resolveResume, resumeLoader } from "./resume.ts";
+import {
+  type CommonState,
+  initState,
+  stateDigests,
+  stateFromLoaded,
+  type TrainState,
+} from "./state.ts";
+
+/** Where progress and warnings go. */
+export interface TrainIo {
+  /** One progress or warning line (stderr). */
+  log: (line: string) => void;
+  /** One metrics line, when no metrics file is given (stdout). */
+  out: (line: string) => void;
+}
+
+/** Applies the load-side faults to restored common state (what a buggy resume forgets). */
+export function applyLoadFault(
+  common: CommonState,
+  fault: string | null,
+  opts: TrainOptions,
+): void {
+  switch (fault) {
+    case "skip-rng-restore":
+      common.rng = { seed: opts.seed, offset: 0 };
+      break;
+    case "skip-sampler-restore":
+      common.sampler = freshSampler(opts.seed, MODEL.datasetSize);
+      break;
+    case "skip-scheduler-restore":
+      common.scheduler = freshScheduler(HYPER, opts.steps);
+      break;
+    case "reset-adam-step":
+      common.optimizerStep = 0;
+      break;
+  }
+}
+
+async function startState(opts: TrainOptions): Promise<{
+  state: TrainState;
+  loaded: { kind: string; path: string } | null;
+}> {
+  const layout = buildLayout(opts.topology, MODEL);
+  if (opts.resumeFrom === null) {
+    return { state: initState(layout, opts.seed, opts.steps), loaded: null };
+  }
+  const where = resolveResume(opts.resumeFrom, opts.resumeKind);
+  const loader = resumeLoader(where.kind);
+  const ck = await loader({ path: where.path, layout, plan: opts.plan });
+  const state = stateFromLoaded(layout, ck);
+  applyLoadFault(state.common, opts.fault, opts);
+  return { state, loaded: { kind: where.kind, path: where.path } };
+}
+
+/** Runs `train`: load (or initialise), then train, log and save. Nothing is written before loading succeeds. */
+export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
+  const { state, loaded } = await startState(opts);
+  const start = state.common.globalStep;
+  if (start >= opts.stopAt) {
+    throw new UsageError(
+      `checkpoint is at step ${start}; --stop-at ${opts.stopAt} leaves nothing to run`,
+    );
+  }
+  if (opts.saveAt !== null && opts.saveAt <= start) {
+    throw new UsageError(`--save-at ${opts.saveAt} is not after the resumed step ${start}`);
+  }
+  // The data follow the saving run's seed (the sampler's), whatever --seed a resume passes.
+  const data = makeDataset(state.common.sampler.seed, MODEL);
+  const engine = new Engine(state, data, opts.gradAccum);
+  const t = opts.topology;
+  const sink: MetricsSink = openMetrics(opts.metricsFile, io.out);
+  try {
+    sink.write({
+      event: "config",
+      world_size: t.worldSize,
+      ep_size: t.epSize,
+      zero_stage: t.zeroStage,
+      precision: t.precision,
+      grad_accum: opts.gradAccum,
+      steps: opts.steps,
+      stop_at: opts.stopAt,
+      save_at: opts.saveAt,
+      seed: opts.seed,
+      resume_kind: loaded?.kind ?? null,
+      fault: opts.fault,
+      global_batch: MODEL.globalBatch,
+      placement: t.placement,
+    });
+    if (loaded) {
+      if (opts.progress) io.log(`loaded ${loaded.kind} checkpoint ${loaded.path} (step ${start})`);
+      sink.write({
+        event: "loaded",
+        step: start,
+        kind: loaded.kind,
+        path: loaded.path,
+        digests: stateDigests(state),
+      });
+    }
+    for (let k = start + 1; k <= opts.stopAt; k++) {
+      while (engine.pending < opts.gradAccum) engine.runMicro();
+      const rec = engine.finishStep();
+      sink.write({ ...rec });
+      if (opts.progress && (k === start + 1 || k % 10 === 0 || k === opts.stopAt)) {
+        io.log(`step ${k}/${opts.steps} loss=${rec.loss.toFixed(6)} lr=${rec.lr.toExponential(3)}`);
+      }
+      if (k === opts.saveAt) save(state, engine, opts, sink, io);
+    }
+  } finally {
+    sink.close();
+  }
+}
+
+function save(
+  state: TrainState,
+  engine: Engine,
+  opts: TrainOptions,
+  sink: MetricsSink,
+  io: TrainIo,
+) {
+  if (opts.fault === "mid-accumulation-save") {
+    // The save lands after the first micro-batch of the next step: the sampler and RNG have
+    // advanced, the partial gradient lives only in memory, and the tag still says step N.
+    engine.runMicro();
+  }
+  if (opts.fault === "save-perturbs-rng") {
+    // Saving draws from the running generator before its state is captured.
+    state.common.rng.offset += 1;
+  }
+  const digests = stateDigests(state);
+  const path = saveNative(state, {
+    checkpointDir: opts.checkpointDir!,
+    gradAccum: opts.gradAccum,
+    seed: opts.seed,
+    steps: opts.steps,
+    perturbReplica: opts.fault === "replica-drift",
+    crashHalfway: opts.crashInSave,
+    warn: io.log,
+  });
+  sink.write({
+    event: "saved",
+    step: state.common.globalStep,
+    tag: `global_step${state.common.globalStep}`,
+    path,
+    grad_accum: opts.gradAccum,
+    micro_step: state.common.microStep,
+    digests,
+  });
+  if (opts.progress) io.log(`saved ${path}`);
+}
