@@ -8,6 +8,14 @@
 
 const f64 = new Float64Array(1);
 const u64 = new BigInt64Array(f64.buffer);
+const words = new Uint32Array(f64.buffer);
+// Word order of a float64 in memory (little-endian on every platform Deno runs on, but check).
+const HI = (() => {
+  f64[0] = 1;
+  return words[1] === 0x3ff00000 ? 1 : 0;
+})();
+const LO = 1 - HI;
+const TWO_32 = 4294967296;
 const f32 = new Float32Array(1);
 const i32 = new Int32Array(f32.buffer);
 
@@ -37,8 +45,23 @@ function orderedBits32(x: number): number {
 export function ulpDistance64(a: number, b: number): number {
   if (a === b) return 0;
   if (!Number.isFinite(a) || !Number.isFinite(b)) return Number.POSITIVE_INFINITY;
-  const d = orderedBits64(a) - orderedBits64(b);
-  return Number(d < 0n ? -d : d);
+  // Fast path on the two 32-bit words: exact whenever the distance is below 2^53.
+  f64[0] = a;
+  const hiA = words[HI];
+  const loA = words[LO];
+  f64[0] = b;
+  const hiB = words[HI];
+  const loB = words[LO];
+  const negA = hiA >= 0x80000000;
+  const negB = hiB >= 0x80000000;
+  const magHiA = negA ? hiA - 0x80000000 : hiA;
+  const magHiB = negB ? hiB - 0x80000000 : hiB;
+  const d = negA === negB
+    ? Math.abs((magHiA - magHiB) * TWO_32 + (loA - loB))
+    : (magHiA + magHiB) * TWO_32 + (loA + loB);
+  if (d < Number.MAX_SAFE_INTEGER) return d;
+  const exact = orderedBits64(a) - orderedBits64(b);
+  return Number(exact < 0n ? -exact : exact);
 }
 
 /** True when `x` survives a round trip through float32 unchanged. */

@@ -51,7 +51,7 @@ export const TRAIN_FLAGS: readonly FlagSpec[] = [
   {
     name: "resume-kind",
     env: "PARITY_RESUME_KIND",
-    help: "native | universal (default: detected)",
+    help: "native | universal | plan (default: detected; plan needs --plan)",
   },
   { name: "plan", env: "PARITY_PLAN", help: "plan file for --resume-kind plan" },
   {

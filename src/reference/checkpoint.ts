@@ -27,12 +27,15 @@ import { HYPER, MODEL, type ModelConfig, type Topology } from "./config.ts";
 import type { SamplerState } from "./data.ts";
 import { CheckpointError, UsageError } from "./errors.ts";
 import {
+  isDir,
+  isFile,
+  type Marker,
   NATIVE_MARKER,
   readVerifiedFolder,
   writeFolderAtomically,
   writeTextAtomically,
 } from "./files.ts";
-import { canonicalJson } from "./hash.ts";
+import { canonicalJson, hashBytes } from "./hash.ts";
 import { buildLayout, epRankOf, type FlatGroup, type Layout } from "./layout.ts";
 import { PARAM } from "./model.ts";
 import { lrAt, type SchedulerState } from "./optimizer.ts";
@@ -503,17 +506,26 @@ export function commonOfMeta(meta: NativeMeta, where: string): CommonState {
   };
 }
 
-/**
- * Reads a native tag folder (completion marker and file hashes verified) into per-EP-rank
- * shards of its saved layout: ZeRO partitions are concatenated per flat group and unflattened.
- * Plan executors start from here.
- */
-export function readNative(folder: string): NativeCheckpoint {
-  const { files } = readVerifiedFolder(folder, NATIVE_MARKER);
-  const primary = files.has(MODEL_FILE) ? MODEL_FILE : zero3ModelFileName(0);
-  const primaryFile = decode(files, folder, primary);
-  const where = join(folder, primary);
-  const meta = metaOf(primaryFile, where) as NativeMeta;
+/** What a native checkpoint's metadata alone says: its layout, stored maps and common state. */
+export interface NativeMetadata {
+  /** Tag folder. */
+  path: string;
+  /** Metadata. */
+  meta: NativeMeta;
+  /** Source layout rebuilt from the metadata. */
+  layout: Layout;
+  /** Affine maps as stored (checked against the placement). */
+  maps: Map<string, ParamAffineMap>;
+  /** Common state. */
+  common: CommonState;
+}
+
+function primaryFileName(has: (name: string) => boolean): string {
+  return has(MODEL_FILE) ? MODEL_FILE : zero3ModelFileName(0);
+}
+
+/** Checks decoded metadata and rebuilds the saved layout and maps from it. */
+function metadataOf(meta: NativeMeta, folder: string, where: string): NativeMetadata {
   if (meta?.format !== NATIVE_FORMAT) {
     throw new CheckpointError(`${where}: not a reference-trainer checkpoint`);
   }
@@ -545,6 +557,56 @@ export function readNative(folder: string): NativeCheckpoint {
   if (stored !== expected) {
     throw new CheckpointError(`${where}: zero_groups disagree with the topology`);
   }
+  return { path: folder, meta, layout, maps, common: commonOfMeta(meta, where) };
+}
+
+/**
+ * Reads only what a planner needs from a native tag folder: the completion marker and the one
+ * model-states file carrying the metadata (size and hash checked against the marker). The
+ * optimizer partitions are not read.
+ */
+export function readNativeMetadata(folder: string): NativeMetadata {
+  if (!isDir(folder)) throw new CheckpointError(`checkpoint folder ${folder} does not exist`);
+  const markerPath = join(folder, NATIVE_MARKER);
+  if (!isFile(markerPath)) {
+    throw new CheckpointError(
+      `${folder} has no ${NATIVE_MARKER}: it was not completely written, refusing to load it`,
+    );
+  }
+  let marker: Marker;
+  try {
+    marker = JSON.parse(Deno.readTextFileSync(markerPath));
+    if (typeof marker?.files !== "object" || marker.files === null) throw new Error("no files");
+  } catch {
+    throw new CheckpointError(`${markerPath} is corrupt (not a completion marker)`);
+  }
+  const primary = primaryFileName((name) => Object.hasOwn(marker.files, name));
+  const want = marker.files[primary];
+  const where = join(folder, primary);
+  if (!want || !isFile(where)) throw new CheckpointError(`checkpoint file ${where} is missing`);
+  const bytes = Deno.readFileSync(where);
+  if (bytes.length !== want.bytes || hashBytes(bytes) !== want.hash) {
+    throw new CheckpointError(
+      `checkpoint file ${where} does not match ${NATIVE_MARKER} (truncated or corrupt)`,
+    );
+  }
+  const meta = metaOf(decode(new Map([[primary, bytes]]), folder, primary), where) as NativeMeta;
+  return metadataOf(meta, folder, where);
+}
+
+/**
+ * Reads a native tag folder (completion marker and file hashes verified) into per-EP-rank
+ * shards of its saved layout: ZeRO partitions are concatenated per flat group and unflattened.
+ * Plan executors start from here.
+ */
+export function readNative(folder: string): NativeCheckpoint {
+  const { files } = readVerifiedFolder(folder, NATIVE_MARKER);
+  const primary = primaryFileName((name) => files.has(name));
+  const primaryFile = decode(files, folder, primary);
+  const where = join(folder, primary);
+  const meta = metaOf(primaryFile, where) as NativeMeta;
+  const { layout, maps, common } = metadataOf(meta, folder, where);
+  const topology = layout.topology;
 
   const W = topology.worldSize;
   const optim = [...Array(W).keys()].map((r) => decode(files, folder, optimFileName(r)));
@@ -613,7 +675,7 @@ export function readNative(folder: string): NativeCheckpoint {
       }
     }
   }
-  return { path: folder, meta, layout, maps, shards, common: commonOfMeta(meta, where) };
+  return { path: folder, meta, layout, maps, shards, common };
 }
 
 /** Describes a topology for error messages. */

@@ -1,7 +1,7 @@
 /**
  * Entry point of the reference trainer: `deno run -A src/reference/cli.ts <command> [flags]`
- * (`deno task trainer ...`). Commands live in {@link COMMANDS}, so another subcommand (e.g.
- * `plan`) is one more entry. Exit codes: 0 success, 1 run-time failure (missing, corrupt or
+ * (`deno task trainer ...`): `train`, `convert` and `plan`. Commands live in {@link COMMANDS},
+ * so another subcommand is one more entry. Exit codes: 0 success, 1 run-time failure (missing, corrupt or
  * unfit checkpoint; refused conversion), 2 usage error. Every failure prints one line on stderr.
  *
  * @module
@@ -19,6 +19,7 @@ import {
 import { TrainerError, UsageError } from "./errors.ts";
 import { FAULT_NAMES, isFault } from "./faults.ts";
 import { CRASH_IN_SAVE_ENV } from "./files.ts";
+import { PLAN_FLAGS, runPlan } from "./plan.ts";
 import { runTrain } from "./trainer.ts";
 import { convertToUniversal } from "./universal.ts";
 
@@ -68,6 +69,21 @@ export const COMMANDS: Record<string, Command> = {
       const out = convertToUniversal({ inputFolder: input, outputFolder: output, fault });
       io.err(`wrote universal checkpoint ${out}`);
       return Promise.resolve(0);
+    },
+  },
+  plan: {
+    summary: "plan the transfer of a native checkpoint onto a target topology (verified plan file)",
+    flags: PLAN_FLAGS,
+    run: async (argv, env, io) => {
+      const values = parseFlags(argv, PLAN_FLAGS, env);
+      const verdict = await runPlan(values);
+      const s = verdict.stats!;
+      io.err(
+        `wrote plan ${values.get("out")} (${values.get("policy")}: ${s.parameters} parameters, ` +
+          `${s.segments} segments, ${s.movedBytes} bytes moved, ${s.localBytes} local, ` +
+          `max process send ${s.maxProcessSendBytes} bytes)`,
+      );
+      return 0;
     },
   },
 };

@@ -162,21 +162,45 @@ export function buildLayout(topology: Topology, model: ModelConfig): Layout {
   return { topology, model, specs, maps, dense, expert, holders, slots };
 }
 
+/** Options of {@link topologyFromJson}. */
+export interface TopologyJsonOptions {
+  /**
+   * Ignore keys other than the five topology keys (a harness's target file also carries
+   * trainer arguments such as `grad_accum`); by default they are refused.
+   */
+  ignoreOtherKeys?: boolean;
+}
+
+/** The keys {@link topologyFromJson} reads. */
+export const TOPOLOGY_JSON_KEYS: readonly string[] = Object.freeze([
+  "world_size",
+  "ep_size",
+  "placement",
+  "zero_stage",
+  "precision",
+]);
+
 /**
  * Parses a topology given as JSON (e.g. a planner's `--target` file):
  * `{"world_size": W, "ep_size": P, "placement": <descriptor or [[experts of EP rank 0], ...]>,
  * "zero_stage": 1|2|3, "precision": "fp32"|"bf16"}`. `placement` defaults to uniform,
- * `ep_size` to the placement's (else 1), `zero_stage` to 2 and `precision` to fp32. Every
- * problem is a usage error naming `where`.
+ * `ep_size` to the placement's (else 1), `zero_stage` to 2 and `precision` to fp32. Other keys
+ * are refused unless `options.ignoreOtherKeys`. Every problem is a usage error naming `where`.
  */
-export function topologyFromJson(raw: unknown, model: ModelConfig, where = "topology"): Topology {
+export function topologyFromJson(
+  raw: unknown,
+  model: ModelConfig,
+  where = "topology",
+  options: TopologyJsonOptions = {},
+): Topology {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new UsageError(`${where}: expected an object`);
   }
   const t = raw as Record<string, unknown>;
-  const known = ["world_size", "ep_size", "placement", "zero_stage", "precision"];
-  const extra = Object.keys(t).filter((k) => !known.includes(k));
-  if (extra.length > 0) throw new UsageError(`${where}: unknown key ${extra[0]}`);
+  const extra = Object.keys(t).filter((k) => !TOPOLOGY_JSON_KEYS.includes(k));
+  if (extra.length > 0 && !options.ignoreOtherKeys) {
+    throw new UsageError(`${where}: unknown key ${extra[0]}`);
+  }
   const int = (key: string, fallback: number) => {
     const v = t[key] ?? fallback;
     if (typeof v !== "number" || !Number.isInteger(v) || v < 1) {

@@ -80,3 +80,16 @@ Deno.test("topologyFromJson() reads a target topology with defaults and clear er
     /--zero-stage must be 1, 2 or 3/,
   );
 });
+
+Deno.test("topologyFromJson() ignores other keys only when asked", () => {
+  const raw = { world_size: 2, ep_size: 2, zero_stage: 1, grad_accum: 2, steps: 40 };
+  assert.throws(() => topologyFromJson(raw, MODEL), /unknown key grad_accum/);
+  const t = topologyFromJson(raw, MODEL, "target", { ignoreOtherKeys: true });
+  assert.equal(t.worldSize, 2);
+  assert.equal(t.zeroStage, 1);
+  assert.throws(
+    () =>
+      topologyFromJson({ ...raw, precision: "fp16" }, MODEL, "target", { ignoreOtherKeys: true }),
+    /target\.precision: expected "fp32" or "bf16"/,
+  );
+});

@@ -4,9 +4,13 @@
  * The harness reaches it only through its command line (`deno task trainer train|convert`);
  * this module is the programmatic face for tests and for extensions such as a plan executor.
  *
+ * Plan sync: `plan` ({@link planFromCheckpoint}, {@link writeVerifiedPlan}) writes a verified
+ * transfer plan from a native checkpoint to a target topology; `--resume-kind plan`
+ * ({@link loadThroughPlan}) executes one.
+ *
  * Extension points:
- * - {@link COMMANDS} (cli.ts): add a subcommand, e.g. `plan`.
- * - {@link registerResumeLoader} (resume.ts): add a `--resume-kind`, e.g. `plan`. A loader gets
+ * - {@link COMMANDS} (cli.ts): add a subcommand.
+ * - {@link registerResumeLoader} (resume.ts): add a `--resume-kind`. A loader gets
  *   the checkpoint path, the target {@link Layout} and `--plan`, and returns the target
  *   topology's per-EP-rank shards as a {@link LoadedCheckpoint}. {@link readNative} gives the
  *   source shards of a native checkpoint in the same representation.
@@ -34,7 +38,9 @@ export {
   type GroupEntry,
   type Layout,
   paramMap,
+  TOPOLOGY_JSON_KEYS,
   topologyFromJson,
+  type TopologyJsonOptions,
   validateTopology,
 } from "./layout.ts";
 export { PARAM, type ParamKind, type ParamSpec, paramSpecs } from "./model.ts";
@@ -43,7 +49,9 @@ export {
   loadNative,
   type NativeCheckpoint,
   type NativeMeta,
+  type NativeMetadata,
   readNative,
+  readNativeMetadata,
   saveNative,
   type SaveOptions,
 } from "./checkpoint.ts";
@@ -71,6 +79,18 @@ export {
   type TrainState,
 } from "./state.ts";
 export { runTrain, type TrainIo } from "./trainer.ts";
+export {
+  type CheckpointPlanOptions,
+  epRankProcesses,
+  PLAN_ELEMENT_SIZE,
+  PLAN_FLAGS,
+  planFromCheckpoint,
+  readTargetTopology,
+  replicaPolicyByName,
+  runPlan,
+  writeVerifiedPlan,
+} from "./plan.ts";
+export { checkPlanMaps, loadThroughPlan, type PlanSide, readPlanForResume } from "./plan_resume.ts";
 export {
   decodeSafetensors,
   type Dtype,

@@ -1,8 +1,9 @@
 /**
  * Resume loaders: each turns a checkpoint path into the **target** topology's per-EP-rank
  * shards plus the common state ({@link LoadedCheckpoint}). `native` reads the saved shards
- * (same topology only), `universal` slices full tensors through the target maps; further kinds
- * (a plan executor for `--resume-kind plan`) plug in with {@link registerResumeLoader}.
+ * (same topology only), `universal` slices full tensors through the target maps, `plan`
+ * executes a verified transfer plan on a native checkpoint's shards (`plan_resume.ts`);
+ * further kinds plug in with {@link registerResumeLoader}.
  *
  * @module
  */
@@ -12,6 +13,7 @@ import { loadNative } from "./checkpoint.ts";
 import { CheckpointError, UsageError } from "./errors.ts";
 import { isDir, isFile, NATIVE_MARKER, UNIVERSAL_MARKER } from "./files.ts";
 import type { Layout } from "./layout.ts";
+import { loadThroughPlan } from "./plan_resume.ts";
 import type { LoadedCheckpoint } from "./state.ts";
 import { loadUniversal } from "./universal.ts";
 
@@ -31,6 +33,7 @@ export type ResumeLoader = (request: ResumeRequest) => LoadedCheckpoint | Promis
 const LOADERS = new Map<string, ResumeLoader>([
   ["native", (r) => loadNative(r.path, r.layout)],
   ["universal", (r) => loadUniversal(r.path, r.layout)],
+  ["plan", loadThroughPlan],
 ]);
 
 /** Registers (or replaces) the loader of a resume kind, e.g. `plan`. */

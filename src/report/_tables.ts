@@ -66,7 +66,7 @@ export function comparisonsTable(run: LoadedRun): Table {
       c(d ? exact(d.a) : "—"),
       c(d ? exact(d.b) : "—"),
       c(stat(cmp.max_abs)),
-      c(cmp.max_ulp === null ? "—" : count(cmp.max_ulp)),
+      c(ulpText(cmp)),
       c(verdictLabel(cmp.verdict)),
     ];
   });
@@ -179,6 +179,15 @@ export function diagnosticsTable(run: LoadedRun): Table {
     ]),
     empty: "No diagnostics.",
   };
+}
+
+/**
+ * The ULP column: float32 ULPs when both series are float32 values (a trainer's fp32 loss widened
+ * to float64 is 2^29 float64 ULPs per float32 ULP, which reads as noise), else float64 ULPs.
+ */
+function ulpText(cmp: ComparisonSummary): string {
+  if (cmp.max_ulp_f32 !== undefined && cmp.max_ulp_f32 !== null) return `${count(cmp.max_ulp_f32)} (f32)`;
+  return cmp.max_ulp === null ? "—" : count(cmp.max_ulp);
 }
 
 /** Status of a phase with its emoji (failed and timeout phases are ERROR evidence). */

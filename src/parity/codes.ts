@@ -1,0 +1,41 @@
+/**
+ * Stable diagnostic codes of the parity engine and what each does to the verdict. Reader codes
+ * (`metrics-*`) live in `src/metrics/series.ts`; every `error` one of those is ERROR too.
+ *
+ * @module
+ */
+
+import type { Diagnostic, Verdict } from "../pipeline/summary.ts";
+
+/** Diagnostic codes the parity engine emits (besides the readers' `metrics-*` codes). */
+export const PARITY_CODES = {
+  /** Window values of a compared metric look rounded; an exact lane on them is ERROR. */
+  rounded: "metrics-rounded",
+  /** Fewer than 2 resumed steps (or a comparison window with fewer than 2 steps). */
+  windowTooSmall: "window-too-small",
+  /** The split saved in the middle of a gradient-accumulation cycle. */
+  saveMidAccumulation: "save-mid-accumulation",
+  /** The metrics count micro-batches while the schedule counts optimizer steps. */
+  stepUnitMicroBatches: "step-unit-micro-batches",
+  /** A resumed run's LR at step save_at+1 differs from the baseline's: FAIL. */
+  lrScheduleMismatch: "lr-schedule-mismatch",
+  /** Nothing was compared, so nothing is proven. */
+  noComparisons: "no-comparisons",
+  /** An explicit `compare:` entry names a phase the run does not have. */
+  unknownPhase: "unknown-phase",
+  /** A listed metric is reported by only one side of a default comparison (skipped). */
+  metricNotReported: "metric-not-reported",
+  /** A repeated baseline failed or lacks steps the baseline has. */
+  noiseFloorIncomplete: "noise-floor-incomplete",
+  /** Repeated baselines differ: exact lanes ABSTAIN. */
+  nondeterministic: "trainer-nondeterministic",
+} as const;
+
+/**
+ * Verdict a diagnostic imposes on the run: `warning`/`info` none (PASS), `error` ERROR except
+ * `lr-schedule-mismatch` (a proven difference between resumed and baseline runs: FAIL).
+ */
+export function diagnosticVerdict(diagnostic: Diagnostic): Verdict {
+  if (diagnostic.level !== "error") return "PASS";
+  return diagnostic.code === PARITY_CODES.lrScheduleMismatch ? "FAIL" : "ERROR";
+}

@@ -1,0 +1,366 @@
+/**
+ * `evaluateRun`: reads every phase's metrics, measures the noise floor, plans and judges the
+ * comparisons, checks restored state and pre-flight pitfalls, and folds all of it into one
+ * verdict (FAIL > ERROR > ABSTAIN > PASS).
+ *
+ * @module
+ */
+
+import { readMetrics } from "../metrics/read.ts";
+import { type MetricSeries, READER_CODES } from "../metrics/series.ts";
+import {
+  type ComparisonSummary,
+  type Diagnostic,
+  type NoiseFloorSummary,
+  type StateCheckSummary,
+  type Verdict,
+  worstVerdict,
+} from "../pipeline/summary.ts";
+import { diagnosticVerdict, PARITY_CODES } from "./codes.ts";
+import { compareLane, type StepRange } from "./lanes.ts";
+import { deriveRtol, measureNoiseFloor } from "./noise_floor.ts";
+import { planComparisons } from "./plan_comparisons.ts";
+import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
+import { looksRounded } from "./rounded.ts";
+import { checkRestoredState } from "./state_checks.ts";
+import type { Evaluation, EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
+
+/** Roles whose phases train and therefore log metrics. */
+const TRAINING_ROLES = new Set(["baseline", "split", "resume", "repeat"]);
+
+/** Tolerance lane settings in force for a run. */
+export interface ResolvedTolerance {
+  /** Relative tolerance. */
+  rtol: number;
+  /** Absolute tolerance. */
+  atol: number;
+  /** Failure budget. */
+  max_failures: number;
+  /** Set when `tolerance: auto` derived `rtol` from the noise floor. */
+  derived?: boolean;
+}
+
+/**
+ * The rtol/atol/budget in force: the experiment's fixed tolerance (defaults 1e-4, 0, 0), or
+ * with `tolerance: auto` max(max observed relative deviation × multiplier, floor).
+ */
+export function resolveTolerance(
+  tolerance: EvaluationInput["tolerance"],
+  noise: NoiseFloorSummary,
+): ResolvedTolerance {
+  if (tolerance !== undefined && "auto" in tolerance) {
+    return {
+      rtol: deriveRtol(noise.max_rel_deviation ?? 0, tolerance.multiplier, tolerance.floor),
+      atol: tolerance.atol,
+      max_failures: tolerance.max_failures,
+      derived: true,
+    };
+  }
+  return {
+    rtol: tolerance?.rtol ?? 1e-4,
+    atol: tolerance?.atol ?? 0,
+    max_failures: tolerance?.max_failures ?? 0,
+  };
+}
+
+/**
+ * Judges one run. Phases that are not `ok` are not judged: comparisons that need them are ERROR
+ * ("phase X did not complete"); their metrics, when any step was logged, are still read into
+ * `series` (for charts) but their reader diagnostics are left out (the pipeline reports the
+ * phase itself).
+ */
+export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
+  const diagnostics: Diagnostic[] = [];
+  const series = new Map<string, MetricSeries>();
+  const phases = new Map(input.phases.map((p) => [p.name, p]));
+  const ordered = [
+    ...input.phases.filter((p) => p.role === "baseline"),
+    ...input.phases.filter((p) => p.role !== "baseline"),
+  ];
+  for (const phase of ordered) {
+    if (phase.metricsPath === undefined) {
+      if (phase.status === "ok" && TRAINING_ROLES.has(phase.role)) {
+        diagnostics.push({
+          level: "error",
+          code: READER_CODES.missing,
+          phase: phase.name,
+          message: `phase ${phase.name} completed but names no metrics source`,
+        });
+      }
+      continue;
+    }
+    const read = await readMetrics(phase.metricsPath, { ...phase.metrics });
+    if (phase.status === "ok") {
+      series.set(phase.name, read);
+      for (const d of read.diagnostics) diagnostics.push({ ...d, phase: phase.name });
+    } else if (read.steps.length > 0) {
+      series.set(phase.name, read); // partial curves still help the charts
+    }
+  }
+  const judged = (name: string): MetricSeries | undefined =>
+    phases.get(name)?.status === "ok" ? series.get(name) : undefined;
+
+  // Noise floor first: it decides the tolerance and whether exact lanes can speak.
+  const baseline = input.phases.find((p) => p.role === "baseline");
+  const repeats = input.phases.filter((p) => p.role === "repeat");
+  const noise = measureNoiseFloor(
+    baseline ? judged(baseline.name) : undefined,
+    repeats.map((p) => ({ name: p.name, series: judged(p.name) })),
+    input.metrics.length > 0 ? input.metrics : ["loss"],
+  );
+  diagnostics.push(...noise.diagnostics);
+  const tolerance = resolveTolerance(input.tolerance, noise.summary);
+  if (tolerance.derived) noise.summary.derived_rtol = tolerance.rtol;
+
+  const plan = planComparisons(input, (phase, metric) => {
+    const s = judged(phase);
+    return s === undefined ? undefined : s.values[metric] !== undefined;
+  });
+  diagnostics.push(...plan.diagnostics);
+  let planned = plan.comparisons;
+  if (tolerance.derived && !noise.summary.identical) {
+    // An ABSTAINing exact lane must not hide a real bug: add the derived-tolerance lane.
+    planned = planned.flatMap((c) =>
+      !c.explicit && c.lane === "exact" ? [c, { ...c, lane: "tolerance" as const }] : [c]
+    );
+  }
+
+  const context: JudgeContext = { phases, judged, noise: noise.summary, tolerance, diagnostics };
+  const comparisons = planned.map((c) => judgeComparison(c, context));
+  if (comparisons.length === 0) {
+    diagnostics.push({
+      level: "error",
+      code: PARITY_CODES.noComparisons,
+      message: "no comparison was made (no baseline, no resume, or no compare entry), " +
+        "so nothing is proven",
+    });
+  }
+
+  const split = input.phases.find((p) => p.role === "split");
+  const state_checks: StateCheckSummary[] = input.phases
+    .filter((p) => p.role === "resume")
+    .map((p) =>
+      p.status === "ok"
+        ? checkRestoredState(
+          p.name,
+          split ? judged(split.name) : undefined,
+          judged(p.name),
+          input.saveAt,
+        )
+        : {
+          phase: p.name,
+          verdict: "ERROR" as const,
+          available: false,
+          differing: [],
+          reason: `phase ${p.name} did not complete.`,
+        }
+    );
+
+  diagnostics.push(...checkResumedSteps(input.steps, input.saveAt));
+  const named = (p: PhaseEvidence | undefined) =>
+    p === undefined ? undefined : { name: p.name, series: judged(p.name) };
+  diagnostics.push(
+    ...checkAccumulation(named(split), named(baseline), input.steps, input.saveAt, input.gradAccum),
+  );
+  for (const resume of input.phases.filter((p) => p.role === "resume" && p.status === "ok")) {
+    diagnostics.push(
+      ...checkLrSchedule(
+        named(baseline),
+        { name: resume.name, series: judged(resume.name) },
+        input.saveAt,
+      ),
+    );
+  }
+
+  const verdicts: Verdict[] = [
+    ...comparisons.map((c) => c.verdict),
+    ...state_checks.flatMap((s) => s.verdict === "N/A" ? [] : [s.verdict]),
+    ...diagnostics.map(diagnosticVerdict),
+  ];
+  return {
+    verdict: worstVerdict(verdicts),
+    comparisons,
+    state_checks,
+    noise_floor: noise.summary,
+    diagnostics,
+    series,
+  };
+}
+
+interface JudgeContext extends JudgeOptions {
+  phases: Map<string, PhaseEvidence>;
+  judged: (name: string) => MetricSeries | undefined;
+}
+
+/** An ERROR comparison that could not be run at all. */
+function unjudged(plan: PlannedComparison, reason: string): ComparisonSummary {
+  return {
+    name: plan.name,
+    a: plan.a,
+    b: plan.b,
+    metric: plan.metric,
+    lane: plan.lane,
+    verdict: "ERROR",
+    first_step: plan.window.from,
+    last_step: plan.window.to,
+    compared: 0,
+    first_divergent_step: null,
+    last_matching_step: null,
+    max_abs: null,
+    mean_abs: null,
+    max_rel: null,
+    max_ulp: null,
+    reason,
+  };
+}
+
+function judgeComparison(plan: PlannedComparison, context: JudgeContext): ComparisonSummary {
+  const sides: MetricSeries[] = [];
+  for (const name of [plan.a, plan.b]) {
+    const phase = context.phases.get(name);
+    if (phase === undefined) return unjudged(plan, `phase ${name} is not part of this run.`);
+    if (phase.status !== "ok") return unjudged(plan, `phase ${name} did not complete.`);
+    const s = context.judged(name);
+    if (s === undefined || s.steps.length === 0) {
+      return unjudged(plan, `phase ${name} has no metrics to compare.`);
+    }
+    if (s.values[plan.metric] === undefined) {
+      return unjudged(plan, `phase ${name} does not report ${plan.metric}.`);
+    }
+    sides.push(s);
+  }
+  const [a, b] = sides;
+  return judgeSeries(plan, a, b, plan.window, context);
+}
+
+/** What {@link judgeSeries} needs besides the two series. */
+export interface JudgeOptions {
+  /** Noise floor: when not identical, exact lanes ABSTAIN. */
+  noise: NoiseFloorSummary;
+  /** Tolerance in force (a plan's own rtol/atol/max_failures win). */
+  tolerance: ResolvedTolerance;
+  /** Where `metrics-rounded` findings are added (once per phase and metric). */
+  diagnostics: Diagnostic[];
+}
+
+/**
+ * Judges two read series over a window (a step range or explicit steps): the lane, then ABSTAIN under a noisy
+ * floor (exact lanes, unless steps are missing or not finite), ERROR for rounded metrics
+ * (exact lanes), reader errors of either side and a window under 2 steps. Used by runs and by
+ * `parity compare`.
+ */
+export function judgeSeries(
+  plan: PlannedComparison,
+  a: MetricSeries,
+  b: MetricSeries,
+  window: Float64Array | StepRange,
+  context: JudgeOptions,
+): ComparisonSummary {
+  const span = !(window instanceof Float64Array)
+    ? window
+    : window.length > 0
+    ? { from: window[0], to: window[window.length - 1] }
+    : plan.window;
+  const lane = compareLane(a, b, {
+    lane: plan.lane,
+    metric: plan.metric,
+    window,
+    rtol: plan.rtol ?? context.tolerance.rtol,
+    atol: plan.atol ?? context.tolerance.atol,
+    maxFailures: plan.max_failures ?? context.tolerance.max_failures,
+    names: [plan.a, plan.b],
+  });
+  const result: ComparisonSummary = {
+    name: plan.name,
+    a: plan.a,
+    b: plan.b,
+    metric: plan.metric,
+    ...lane,
+  };
+  const notes: string[] = [];
+  let verdict: Verdict = lane.verdict;
+  const hardFailure = (lane.missing_steps ?? 0) > 0 || (lane.non_finite ?? 0) > 0;
+
+  if (plan.lane === "exact" && !context.noise.identical && !hardFailure && verdict !== "ERROR") {
+    verdict = "ABSTAIN";
+    notes.push(
+      `the trainer is not deterministic (repeated baselines differ by up to ${context.noise.max_rel_deviation} relative), so an exact verdict is impossible; the lane alone said ${lane.verdict}`,
+    );
+  }
+  const rounded: string[] = [];
+  for (const [name, s] of [[plan.a, a], [plan.b, b]] as const) {
+    if (!windowRounded(s, plan.metric, span)) continue;
+    rounded.push(name);
+    addOnce(context.diagnostics, {
+      level: plan.lane === "exact" ? "error" : "warning",
+      code: PARITY_CODES.rounded,
+      phase: name,
+      metric: plan.metric,
+      message: `every ${plan.metric} value of ${name} in steps ${span.from}..${span.to} ` +
+        "has at most 5 decimals or 6 significant digits: the metrics are rounded" +
+        (plan.lane === "exact" ? ", so an exact lane is meaningless" : ""),
+    });
+  }
+  if (rounded.length > 0 && plan.lane === "exact") {
+    verdict = worstVerdict([verdict, "ERROR"]);
+    notes.unshift(`metrics are rounded (${rounded.join(", ")}): an exact lane is meaningless`);
+  }
+  for (const [name, s] of [[plan.a, a], [plan.b, b]] as const) {
+    const errors = [
+      ...new Set(s.diagnostics.filter((d) => d.level === "error").map((d) => d.code)),
+    ];
+    if (errors.length > 0) {
+      verdict = worstVerdict([verdict, "ERROR"]);
+      notes.push(`the metrics of ${name} have errors (${errors.join(", ")})`);
+    }
+  }
+  if (lane.compared > 0 && lane.compared < 2) {
+    verdict = worstVerdict([verdict, "ERROR"]);
+    notes.push(`the window holds ${lane.compared} step; at least 2 are needed (window-too-small)`);
+  }
+  result.verdict = verdict;
+  if (notes.length > 0) {
+    result.reason = `${capitalize(notes.join("; "))}. ${capitalize(lane.reason ?? "")}`.trim();
+  }
+  return result;
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** Whether a side's values of `metric` inside the window look rounded. */
+function windowRounded(
+  s: MetricSeries,
+  metric: string,
+  window: { from: number; to: number },
+): boolean {
+  const values = s.values[metric];
+  const present = s.present[metric];
+  if (values === undefined) return false;
+  const lo = firstAtLeast(s.steps, window.from);
+  const hi = firstAtLeast(s.steps, window.to + 1);
+  return looksRounded(values.subarray(lo, hi), present.subarray(lo, hi));
+}
+
+/** Index of the first element >= `x` in an ascending array (its length when none). */
+function firstAtLeast(sorted: Float64Array, x: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function addOnce(list: Diagnostic[], diagnostic: Diagnostic): void {
+  const same = list.find((d) =>
+    d.code === diagnostic.code && d.phase === diagnostic.phase && d.metric === diagnostic.metric
+  );
+  if (same === undefined) list.push(diagnostic);
+  else if (same.level !== "error" && diagnostic.level === "error") {
+    Object.assign(same, diagnostic);
+  }
+}

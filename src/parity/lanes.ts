@@ -1,0 +1,310 @@
+/**
+ * The two lanes that judge one metric of two phases over a window of steps, in a single pass
+ * over typed arrays:
+ *
+ * - **exact**: every window step bit-identical (IEEE equality, so `+0` equals `-0`); reports
+ *   the integer ULP distance (float64, and float32 when every compared value is
+ *   float32-representable), max/mean absolute and max relative difference.
+ * - **tolerance**: `|b - a| <= atol + rtol * |a|` with a failure budget `max_failures`.
+ *
+ * In both lanes a window step missing on either side, or NaN/infinite on either side, is a
+ * failure that no budget absorbs: the verdict is FAIL, never PASS. An empty window is ERROR.
+ *
+ * @module
+ */
+
+import type { MetricSeries } from "../metrics/series.ts";
+import type { ComparisonSummary } from "../pipeline/summary.ts";
+import { ulpDistance64 } from "./ulp.ts";
+
+/** Lane names. */
+export type Lane = "exact" | "tolerance";
+
+/** Settings of one lane run. */
+export interface LaneOptions {
+  /** Which lane. */
+  lane: Lane;
+  /** Metric to compare (`loss` by default). */
+  metric?: string;
+  /**
+   * Steps both sides must have: every integer step of `{from, to}` (inclusive), or explicit
+   * ascending steps (see {@link rangeWindow}, {@link unionWindow}).
+   */
+  window: Float64Array | StepRange;
+  /** Tolerance lane: relative tolerance (default 1e-4). */
+  rtol?: number;
+  /** Tolerance lane: absolute tolerance (default 0). */
+  atol?: number;
+  /** Tolerance lane: failures allowed (default 0). */
+  maxFailures?: number;
+  /** Names of the two sides used in `reason` (default `a`, `b`). */
+  names?: [string, string];
+}
+
+/** Every integer step from `from` to `to` inclusive. */
+export interface StepRange {
+  /** First step. */
+  from: number;
+  /** Last step. */
+  to: number;
+}
+
+/** A lane's judgement: the comparison fields without name, phases and metric. */
+export type LaneResult = Omit<ComparisonSummary, "name" | "a" | "b" | "metric">;
+
+/** Every integer step from `from` to `to` inclusive (empty when `to < from`). */
+export function rangeWindow(from: number, to: number): Float64Array {
+  const n = Math.max(0, Math.floor(to) - Math.ceil(from) + 1);
+  const out = new Float64Array(n);
+  const first = Math.ceil(from);
+  for (let i = 0; i < n; i++) out[i] = first + i;
+  return out;
+}
+
+/**
+ * Steps where either series carries `metric`, limited to `[from, to]`: the default window of
+ * `parity compare` (a step one side lacks is then a failure, not skipped).
+ */
+export function unionWindow(
+  a: MetricSeries,
+  b: MetricSeries,
+  metric = "loss",
+  from = Number.NEGATIVE_INFINITY,
+  to = Number.POSITIVE_INFINITY,
+): Float64Array {
+  const out = new Float64Array(a.steps.length + b.steps.length);
+  const pa = a.present[metric];
+  const pb = b.present[metric];
+  let i = 0;
+  let j = 0;
+  let n = 0;
+  const na = a.steps.length;
+  const nb = b.steps.length;
+  while (i < na || j < nb) {
+    const sa = i < na ? a.steps[i] : Number.POSITIVE_INFINITY;
+    const sb = j < nb ? b.steps[j] : Number.POSITIVE_INFINITY;
+    let step: number;
+    let keep: boolean;
+    if (sa === sb) {
+      step = sa;
+      keep = (pa !== undefined && pa[i] === 1) || (pb !== undefined && pb[j] === 1);
+      i++;
+      j++;
+    } else if (sa < sb) {
+      step = sa;
+      keep = pa !== undefined && pa[i] === 1;
+      i++;
+    } else {
+      step = sb;
+      keep = pb !== undefined && pb[j] === 1;
+      j++;
+    }
+    if (keep && step >= from && step <= to) out[n++] = step;
+  }
+  return out.slice(0, n);
+}
+
+const f32 = new Float32Array(1);
+const i32 = new Int32Array(f32.buffer);
+// Two doubles side by side, read as 32-bit words for an inlined ULP distance.
+const pair = new Float64Array(2);
+const words = new Uint32Array(pair.buffer);
+const HI = (() => {
+  pair[0] = 1;
+  return words[1] === 0x3ff00000 ? 1 : 0;
+})();
+const LO = 1 - HI;
+const SIGN = 0x80000000;
+const TWO_32 = 4294967296;
+
+function orderedF32(x: number): number {
+  f32[0] = x;
+  const bits = i32[0];
+  return bits < 0 ? -(bits & 0x7fffffff) : bits;
+}
+
+/** Runs one lane; see the module doc for the rules. */
+export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptions): LaneResult {
+  const metric = options.metric ?? "loss";
+  const lane = options.lane;
+  const rtol = options.rtol ?? 1e-4;
+  const atol = options.atol ?? 0;
+  const budget = options.maxFailures ?? 0;
+  const [nameA, nameB] = options.names ?? ["a", "b"];
+  const explicit = options.window instanceof Float64Array ? options.window : null;
+  const range = options.window as StepRange;
+  const origin = explicit === null ? Math.ceil(range.from) : 0;
+  const count = explicit !== null
+    ? explicit.length
+    : Math.max(0, Math.floor(range.to) - Math.ceil(range.from) + 1);
+  const stepAt = (w: number) => (explicit === null ? origin + w : explicit[w]);
+  const exact = lane === "exact";
+
+  const stepsA = a.steps;
+  const stepsB = b.steps;
+  const valuesA = a.values[metric];
+  const valuesB = b.values[metric];
+  const presentA = a.present[metric];
+  const presentB = b.present[metric];
+  const na = valuesA === undefined ? 0 : stepsA.length;
+  const nb = valuesB === undefined ? 0 : stepsB.length;
+
+  let ia = 0;
+  let ib = 0;
+  let failures = 0;
+  let missing = 0;
+  let nonFinite = 0;
+  let firstFail = -1; // index into window
+  let firstA: number | null = null;
+  let firstB: number | null = null;
+  let firstKind = "";
+  let finiteCount = 0;
+  let sumAbs = 0;
+  let maxAbs = 0;
+  let maxRel = 0;
+  let maxUlp = 0;
+  let maxUlp32 = 0;
+  let allF32 = true;
+
+  for (let w = 0; w < count; w++) {
+    const step = explicit === null ? origin + w : explicit[w];
+    while (ia < na && stepsA[ia] < step) ia++;
+    while (ib < nb && stepsB[ib] < step) ib++;
+    const hasA = ia < na && stepsA[ia] === step && presentA[ia] === 1;
+    const hasB = ib < nb && stepsB[ib] === step && presentB[ib] === 1;
+    if (!hasA || !hasB) {
+      missing++;
+      failures++;
+      if (firstFail < 0) {
+        firstFail = w;
+        firstA = hasA ? valuesA[ia] : null;
+        firstB = hasB ? valuesB[ib] : null;
+        firstKind = !hasA && !hasB
+          ? `missing from both ${nameA} and ${nameB}`
+          : `missing from ${hasA ? nameB : nameA}`;
+      }
+      continue;
+    }
+    const x = valuesA[ia];
+    const y = valuesB[ib];
+    // NaN fails x - x === 0; so does ±Infinity.
+    if (x - x !== 0 || y - y !== 0) {
+      nonFinite++;
+      failures++;
+      if (firstFail < 0) {
+        firstFail = w;
+        firstA = x;
+        firstB = y;
+        firstKind = `not finite (${nameA}=${x}, ${nameB}=${y})`;
+      }
+      continue;
+    }
+    finiteCount++;
+    if (x === y) {
+      if (allF32 && Math.fround(x) !== x) allF32 = false;
+      continue;
+    }
+    const diff = Math.abs(y - x);
+    sumAbs += diff;
+    if (diff > maxAbs) maxAbs = diff;
+    const ax = Math.abs(x);
+    const rel = ax === 0 ? Number.POSITIVE_INFINITY : diff / ax;
+    if (rel > maxRel) maxRel = rel;
+    // Inlined ulpDistance64 (exact below 2^53; beyond that the BigInt definition decides).
+    pair[0] = x;
+    pair[1] = y;
+    const hx = words[HI];
+    const hy = words[2 + HI];
+    let ulp = hx >= SIGN === hy >= SIGN
+      ? Math.abs((hx - hy) * TWO_32 + (words[LO] - words[2 + LO]))
+      : ((hx & 0x7fffffff) + (hy & 0x7fffffff)) * TWO_32 + (words[LO] + words[2 + LO]);
+    if (ulp >= Number.MAX_SAFE_INTEGER) ulp = ulpDistance64(x, y);
+    if (ulp > maxUlp) maxUlp = ulp;
+    if (allF32) {
+      if (Math.fround(x) === x && Math.fround(y) === y) {
+        const u = Math.abs(orderedF32(x) - orderedF32(y));
+        if (u > maxUlp32) maxUlp32 = u;
+      } else allF32 = false;
+    }
+    const fails = exact || diff > atol + rtol * ax;
+    if (fails) {
+      failures++;
+      if (firstFail < 0) {
+        firstFail = w;
+        firstA = x;
+        firstB = y;
+        firstKind = exact
+          ? `${nameA}=${x}, ${nameB}=${y}, ${ulp} ULP apart`
+          : `${nameA}=${x}, ${nameB}=${y}, outside the tolerance by |b-a|=${diff}, rel ${rel}`;
+      }
+    }
+  }
+
+  const compared = count;
+  const firstStep = compared > 0 ? stepAt(0) : null;
+  const lastStep = compared > 0 ? stepAt(compared - 1) : null;
+  const result: LaneResult = {
+    lane,
+    verdict: "PASS",
+    first_step: firstStep,
+    last_step: lastStep,
+    compared,
+    first_divergent_step: firstFail >= 0 ? stepAt(firstFail) : null,
+    last_matching_step: firstFail > 0 ? stepAt(firstFail - 1) : firstFail === 0 ? null : lastStep,
+    max_abs: finiteCount > 0 ? maxAbs : null,
+    mean_abs: finiteCount > 0 ? sumAbs / finiteCount : null,
+    max_rel: finiteCount > 0 ? maxRel : null,
+    max_ulp: finiteCount > 0 ? maxUlp : null,
+    max_ulp_f32: finiteCount > 0 && allF32 ? maxUlp32 : null,
+    divergence: firstFail >= 0
+      ? { step: stepAt(firstFail), a: jsonNumber(firstA), b: jsonNumber(firstB) }
+      : null,
+    failures,
+    missing_steps: missing,
+    non_finite: nonFinite,
+  };
+  if (!exact) {
+    result.rtol = rtol;
+    result.atol = atol;
+    result.max_failures = budget;
+  }
+  const span = compared > 0 ? `steps ${firstStep}..${lastStep}` : "";
+  if (compared === 0) {
+    result.verdict = "ERROR";
+    result.reason = `the window is empty: no step of ${metric} to compare, so nothing is proven.`;
+  } else if (missing > 0 || nonFinite > 0) {
+    result.verdict = "FAIL";
+    const parts = [];
+    if (missing > 0) parts.push(`${missing} missing`);
+    if (nonFinite > 0) parts.push(`${nonFinite} NaN/infinite`);
+    result.reason = `${metric} first fails at step ${stepAt(firstFail)} (${firstKind}); ${
+      parts.join(" and ")
+    } of ${compared} window steps (${span}), and such steps always fail.`;
+  } else if (exact) {
+    if (failures > 0) {
+      result.verdict = "FAIL";
+      result.reason = `${metric} first differs at step ${
+        stepAt(firstFail)
+      } (${firstKind}); ${failures} of ${compared} steps (${span}) differ.`;
+    } else {
+      result.reason = `all ${compared} steps (${span}) of ${metric} are bit-identical.`;
+    }
+  } else if (failures > budget) {
+    result.verdict = "FAIL";
+    result.reason = `${metric} leaves the tolerance first at step ${
+      stepAt(firstFail)
+    } (${firstKind}); ${failures} of ${compared} steps (${span}) outside rtol ${rtol}, atol ${atol}, budget ${budget}.`;
+  } else if (failures > 0) {
+    result.reason =
+      `${failures} of ${compared} steps (${span}) of ${metric} outside rtol ${rtol}, atol ${atol}, within the budget of ${budget}.`;
+  } else {
+    result.reason =
+      `all ${compared} steps (${span}) of ${metric} within rtol ${rtol}, atol ${atol}.`;
+  }
+  return result;
+}
+
+/** JSON cannot hold NaN or infinities: they become null (the reason names them). */
+function jsonNumber(x: number | null): number | null {
+  return x === null || !Number.isFinite(x) ? null : x;
+}

@@ -1,0 +1,68 @@
+/**
+ * The parity engine: exact and tolerance lanes over metric series, default comparison
+ * planning, the noise floor (ABSTAIN, `tolerance: auto`), restored-state digest checks,
+ * pre-flight diagnostics, the run verdict ({@link evaluateRun}), `losses.csv`
+ * ({@link lossesCsv}) and the `parity compare` command ({@link compareCommand}).
+ *
+ * @example
+ * ```ts
+ * import { evaluateRun } from "./mod.ts";
+ * const evaluation = await evaluateRun({
+ *   steps: 40,
+ *   saveAt: 20,
+ *   metrics: ["loss"],
+ *   phases: [
+ *     { name: "baseline", role: "baseline", status: "ok", metricsPath: "b.jsonl" },
+ *     { name: "split", role: "split", status: "ok", metricsPath: "s.jsonl" },
+ *     { name: "resume-native", role: "resume", status: "ok", metricsPath: "r.jsonl" },
+ *   ],
+ * });
+ * evaluation.verdict; // "PASS" | "FAIL" | "ERROR" | "ABSTAIN"
+ * ```
+ *
+ * @module
+ */
+
+export * from "./types.ts";
+export {
+  evaluateRun,
+  type JudgeOptions,
+  judgeSeries,
+  type ResolvedTolerance,
+  resolveTolerance,
+} from "./evaluate.ts";
+export {
+  compareLane,
+  type Lane,
+  type LaneOptions,
+  type LaneResult,
+  rangeWindow,
+  type StepRange,
+  unionWindow,
+} from "./lanes.ts";
+export { type ComparisonPlan, planComparisons, type ReportsMetric } from "./plan_comparisons.ts";
+export {
+  deriveRtol,
+  measureNoiseFloor,
+  type NoiseFloorResult,
+  type RepeatEvidence,
+  SPREAD_LIMIT,
+} from "./noise_floor.ts";
+export { checkRestoredState, findDigestEvent } from "./state_checks.ts";
+export { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
+export {
+  isShortDecimal,
+  looksRounded,
+  MAX_DECIMALS,
+  MAX_SIGNIFICANT,
+  MIN_VALUES,
+} from "./rounded.ts";
+export { diagnosticVerdict, PARITY_CODES } from "./codes.ts";
+export { lossesCsv } from "./losses_csv.ts";
+export {
+  COMPARE_USAGE,
+  compareCommand,
+  type CompareResult,
+  formatCompareTable,
+} from "./compare_command.ts";
+export { isFloat32, ulpDistance32, ulpDistance64 } from "./ulp.ts";

@@ -1,0 +1,49 @@
+import assert from "node:assert/strict";
+import { seriesOf } from "../metrics/_testing.ts";
+import { deriveRtol, measureNoiseFloor, SPREAD_LIMIT } from "./noise_floor.ts";
+
+Deno.test("measureNoiseFloor() reports identical repeats and no repeats", () => {
+  const base = seriesOf([1, 2, 3], { loss: [3, 2, 1] });
+  assert.deepEqual(measureNoiseFloor(base, [], ["loss"]).summary, { repeats: 0, identical: true });
+  const same = measureNoiseFloor(base, [{ name: "r1", series: base }], ["loss"]);
+  assert.equal(same.summary.identical, true);
+  assert.deepEqual(same.diagnostics, []);
+});
+
+Deno.test("measureNoiseFloor() takes the per-step max over repeats and metrics", () => {
+  const base = seriesOf([1, 2, 3], { loss: [2, 2, 2], lr: [1, 1, 1] });
+  const r1 = seriesOf([1, 2, 3], { loss: [2, 2.002, 2], lr: [1, 1, 1] });
+  const r2 = seriesOf([1, 2, 3], { loss: [2, 2.0002, 2], lr: [1, 1, 1.5] });
+  const { summary, diagnostics } = measureNoiseFloor(
+    base,
+    [{ name: "r1", series: r1 }, { name: "r2", series: r2 }],
+    ["loss", "lr"],
+  );
+  assert.equal(summary.identical, false);
+  assert.equal(summary.spread?.length, 2);
+  assert.equal(summary.spread?.[0].step, 2);
+  assert.ok(Math.abs((summary.spread?.[0].max_rel ?? 0) - 1e-3) < 1e-12);
+  assert.equal(summary.spread?.[1].max_rel, 0.5);
+  assert.equal(summary.max_rel_deviation, 0.5);
+  assert.equal(diagnostics[0].code, "trainer-nondeterministic");
+});
+
+Deno.test("measureNoiseFloor() caps the spread list and warns about incomplete repeats", () => {
+  const n = SPREAD_LIMIT + 5;
+  const steps = Array.from({ length: n }, (_, i) => i + 1);
+  const base = seriesOf(steps, { loss: steps.map(() => 1) });
+  const noisy = seriesOf(steps.slice(0, n - 1), { loss: steps.slice(0, n - 1).map(() => 1.5) });
+  const { summary, diagnostics } = measureNoiseFloor(base, [
+    { name: "r1", series: noisy },
+    { name: "r2" },
+  ], ["loss"]);
+  assert.equal(summary.spread?.length, SPREAD_LIMIT);
+  assert.equal(summary.spread_truncated, true);
+  const incomplete = diagnostics.filter((d) => d.code === "noise-floor-incomplete");
+  assert.deepEqual(incomplete.map((d) => d.phase), ["r1", "r2"]);
+});
+
+Deno.test("deriveRtol() is max(max deviation x multiplier, floor)", () => {
+  assert.equal(deriveRtol(0.01, 1.5, 1e-3), 0.015);
+  assert.equal(deriveRtol(1e-7, 1.5, 1e-3), 1e-3);
+});

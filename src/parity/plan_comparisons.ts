@@ -1,0 +1,143 @@
+/**
+ * Which comparisons a run makes. Without `compare:`: the baseline against every resume (exact
+ * when the resume runs on the saved topology, tolerance otherwise, unless the resume sets
+ * `lane`), and exact between every two resumes that share a target topology other than the
+ * saved one (e.g. universal reshard vs plan reshard; two resumes on the saved topology are each
+ * compared exactly with the baseline already). Each uses every listed metric both phases report
+ * (`loss` always). Explicit `compare:` entries replace the defaults; their default window is
+ * `1..steps` between two full runs (baseline, repeats), `1..save_at` when one side is the
+ * split, and the resumed steps otherwise.
+ *
+ * @module
+ */
+
+import type { Diagnostic } from "../pipeline/summary.ts";
+import { PARITY_CODES } from "./codes.ts";
+import type { EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
+
+/** Whether `phase` reports `metric`; undefined when unknown (phase not read). */
+export type ReportsMetric = (phase: string, metric: string) => boolean | undefined;
+
+/** Result of {@link planComparisons}. */
+export interface ComparisonPlan {
+  /** Comparisons to judge. */
+  comparisons: PlannedComparison[];
+  /** `unknown-phase`, `metric-not-reported`. */
+  diagnostics: Diagnostic[];
+}
+
+const FULL_RUN_ROLES = new Set(["baseline", "repeat"]);
+
+/** Plans the comparisons of a run (see the module doc). */
+export function planComparisons(input: EvaluationInput, reports: ReportsMetric): ComparisonPlan {
+  return input.compare !== undefined && input.compare.length > 0
+    ? planExplicit(input)
+    : planDefaults(input, reports);
+}
+
+function planExplicit(input: EvaluationInput): ComparisonPlan {
+  const byName = new Map(input.phases.map((p) => [p.name, p]));
+  const comparisons: PlannedComparison[] = [];
+  const diagnostics: Diagnostic[] = [];
+  for (const entry of input.compare ?? []) {
+    for (const side of [entry.a, entry.b]) {
+      if (!byName.has(side)) {
+        diagnostics.push({
+          level: "error",
+          code: PARITY_CODES.unknownPhase,
+          phase: side,
+          message: `compare entry ${entry.name ?? `${entry.a}~${entry.b}`} names phase ${side}, ` +
+            "which this run does not have",
+        });
+      }
+    }
+    const a = byName.get(entry.a);
+    const b = byName.get(entry.b);
+    const fullRun = a !== undefined && b !== undefined && FULL_RUN_ROLES.has(a.role) &&
+      FULL_RUN_ROLES.has(b.role);
+    // The split logs 1..save_at; a full run against it is judged on those steps.
+    const withSplit = a?.role === "split" || b?.role === "split";
+    const planned: PlannedComparison = {
+      name: entry.name ?? `${entry.a}~${entry.b}`,
+      a: entry.a,
+      b: entry.b,
+      metric: entry.metric ?? "loss",
+      lane: entry.lane ?? "exact",
+      window: entry.window ??
+        (withSplit
+          ? { from: 1, to: input.saveAt }
+          : { from: fullRun ? 1 : input.saveAt + 1, to: input.steps }),
+      explicit: true,
+    };
+    if (entry.rtol !== undefined) planned.rtol = entry.rtol;
+    if (entry.atol !== undefined) planned.atol = entry.atol;
+    if (entry.max_failures !== undefined) planned.max_failures = entry.max_failures;
+    comparisons.push(planned);
+  }
+  return { comparisons, diagnostics };
+}
+
+function planDefaults(input: EvaluationInput, reports: ReportsMetric): ComparisonPlan {
+  const comparisons: PlannedComparison[] = [];
+  const diagnostics: Diagnostic[] = [];
+  const baseline = input.phases.find((p) => p.role === "baseline");
+  const split = input.phases.find((p) => p.role === "split");
+  const resumes = input.phases.filter((p) => p.role === "resume");
+  const window = { from: input.saveAt + 1, to: input.steps };
+  const saved = split?.topology;
+  const add = (a: PhaseEvidence, b: PhaseEvidence, lane: "exact" | "tolerance") => {
+    for (const metric of metricsFor(input.metrics, a, b, reports, diagnostics)) {
+      comparisons.push({
+        name: `${a.name}~${b.name}`,
+        a: a.name,
+        b: b.name,
+        metric,
+        lane,
+        window,
+        explicit: false,
+      });
+    }
+  };
+  if (baseline !== undefined) {
+    for (const resume of resumes) {
+      add(baseline, resume, resume.lane ?? (resume.topology === saved ? "exact" : "tolerance"));
+    }
+  }
+  for (let i = 0; i < resumes.length; i++) {
+    for (let j = i + 1; j < resumes.length; j++) {
+      const x = resumes[i];
+      const y = resumes[j];
+      if (x.topology === y.topology && x.topology !== saved) add(x, y, "exact");
+    }
+  }
+  return { comparisons, diagnostics };
+}
+
+/** Listed metrics both phases report; `loss` always (its absence must surface, not vanish). */
+function metricsFor(
+  metrics: string[],
+  a: PhaseEvidence,
+  b: PhaseEvidence,
+  reports: ReportsMetric,
+  diagnostics: Diagnostic[],
+): string[] {
+  const out: string[] = [];
+  const list = metrics.length > 0 ? metrics : ["loss"];
+  for (const metric of list) {
+    const ra = reports(a.name, metric);
+    const rb = reports(b.name, metric);
+    if (metric === "loss" || (ra !== false && rb !== false)) {
+      out.push(metric);
+      continue;
+    }
+    const lacking = ra === false && rb === false ? `${a.name} and ${b.name}` : ra ? b.name : a.name;
+    diagnostics.push({
+      level: "warning",
+      code: PARITY_CODES.metricNotReported,
+      phase: ra ? b.name : a.name,
+      metric,
+      message: `${lacking} do(es) not report ${metric}, so ${a.name}~${b.name} does not compare it`,
+    });
+  }
+  return out;
+}

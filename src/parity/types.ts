@@ -1,0 +1,98 @@
+/**
+ * Inputs and output of {@link evaluateRun} (the pipeline's entry point into the engine).
+ *
+ * @module
+ */
+
+import type { MetricSeries, MetricsFormat } from "../metrics/series.ts";
+import type { CompareEntry, Experiment } from "../experiment/schema.ts";
+import type {
+  ComparisonSummary,
+  Diagnostic,
+  NoiseFloorSummary,
+  StateCheckSummary,
+  Verdict,
+} from "../pipeline/summary.ts";
+
+/** What the pipeline knows about one finished (or failed) phase. */
+export interface PhaseEvidence {
+  /** Phase name (`baseline`, `split`, `resume-native`, `baseline-repeat-1`, ...). */
+  name: string;
+  /** What the phase does. */
+  role: "baseline" | "split" | "resume" | "repeat" | "convert" | "plan";
+  /** How it ended; only `ok` phases are judged. */
+  status: "ok" | "failed" | "timeout" | "skipped";
+  /** Metrics file or folder. */
+  metricsPath?: string;
+  /** How to read it (default JSONL). */
+  metrics?: {
+    format: MetricsFormat;
+    pattern?: string;
+    step_unit?: "step" | "samples";
+    samples_per_step?: number;
+  };
+  /** How a resume phase loads its checkpoint. */
+  resumeKind?: "native" | "universal" | "plan";
+  /** Topology key: equal strings are the same topology; the split's is the saved one. */
+  topology?: string;
+  /** Lane against the baseline chosen by the experiment (resume phases). */
+  lane?: "exact" | "tolerance";
+}
+
+/** Everything the engine needs to judge one run. */
+export interface EvaluationInput {
+  /** Schedule length (optimizer steps). */
+  steps: number;
+  /** Optimizer step after which the split saved. */
+  saveAt: number;
+  /** Micro-batches per optimizer step, when the experiment declares it. */
+  gradAccum?: number;
+  /** Metrics compared by default (experiment `metrics`, default `["loss"]`). */
+  metrics: string[];
+  /** Explicit comparisons; when given they replace the defaults. */
+  compare?: CompareEntry[];
+  /** Experiment `tolerance` (fixed rtol/atol or `auto`). */
+  tolerance?: Experiment["tolerance"];
+  /** All phases of the run. */
+  phases: PhaseEvidence[];
+}
+
+/** The engine's judgement of one run. */
+export interface Evaluation {
+  /** Worst of comparisons, state checks and diagnostics. */
+  verdict: Verdict;
+  /** Lane results. */
+  comparisons: ComparisonSummary[];
+  /** Restored-state checks, one per resume phase. */
+  state_checks: StateCheckSummary[];
+  /** Repeated-baseline evidence. */
+  noise_floor: NoiseFloorSummary;
+  /** Reader, pre-flight and sanity findings (each tagged with its phase). */
+  diagnostics: Diagnostic[];
+  /** Metrics of every phase that had a readable metrics source, baseline first. */
+  series: Map<string, MetricSeries>;
+}
+
+/** A comparison to run, before judging. */
+export interface PlannedComparison {
+  /** Display name (`a~b` unless the experiment names it). */
+  name: string;
+  /** Reference phase. */
+  a: string;
+  /** Candidate phase. */
+  b: string;
+  /** Metric. */
+  metric: string;
+  /** Lane. */
+  lane: "exact" | "tolerance";
+  /** Window of steps both sides must have. */
+  window: { from: number; to: number };
+  /** Tolerance overrides of an explicit entry. */
+  rtol?: number;
+  /** Tolerance overrides of an explicit entry. */
+  atol?: number;
+  /** Tolerance overrides of an explicit entry. */
+  max_failures?: number;
+  /** From `compare:` (true) or the defaults (false). */
+  explicit: boolean;
+}
