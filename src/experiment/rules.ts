@@ -404,11 +404,16 @@ function checkMetrics(kind: ProgramKind, entry: ProcessEntry, add: Add) {
   } else if (metrics.pattern !== undefined) {
     add(`${at}.pattern`, `only used with format: log (format is ${metrics.format})`);
   }
-  if (metrics.step_unit === "samples") {
+  // csv_monitor's step column is global_samples unless told otherwise (ARCHITECTURE.md).
+  const unit = metrics.step_unit ?? (metrics.format === "deepspeed-csv" ? "samples" : "step");
+  if (unit === "samples") {
     if (metrics.format !== "deepspeed-csv") {
       add(`${at}.step_unit`, "samples is only used with format: deepspeed-csv");
     } else if (metrics.samples_per_step === undefined) {
-      add(`${at}.samples_per_step`, "required when step_unit is samples (the global batch size)");
+      add(
+        `${at}.samples_per_step`,
+        "required: deepspeed-csv steps count samples (set the global batch size, or step_unit: step)",
+      );
     }
   }
 }

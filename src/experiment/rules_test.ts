@@ -207,9 +207,15 @@ Deno.test("checkExperimentRules() checks metrics settings and regexes", () => {
   deepEqual(log({ format: "jsonl", pattern: "x" }), [
     "trainer.metrics.pattern: only used with format: log (format is jsonl)",
   ]);
-  deepEqual(log({ format: "deepspeed-csv", step_unit: "samples" }), [
-    "trainer.metrics.samples_per_step: required when step_unit is samples (the global batch size)",
-  ]);
+  const samplesNeeded = [
+    "trainer.metrics.samples_per_step: required: deepspeed-csv steps count samples " +
+    "(set the global batch size, or step_unit: step)",
+  ];
+  deepEqual(log({ format: "deepspeed-csv", step_unit: "samples" }), samplesNeeded);
+  // csv_monitor counts samples unless told otherwise.
+  deepEqual(log({ format: "deepspeed-csv" }), samplesNeeded);
+  deepEqual(log({ format: "deepspeed-csv", step_unit: "step" }), []);
+  deepEqual(log({ format: "deepspeed-csv", samples_per_step: 128 }), []);
   deepEqual(
     rulesOf(with_((r) => (r.trainer.metrics = { format: "log", pattern: "(?<step>)(?<loss>)" }))),
     [

@@ -83,8 +83,8 @@ export const MetricsSchema = z.object({
   path: z.string().optional().describe("file or folder template; default ${metrics_file}"),
   pattern: z.string().optional().describe("log format: regex with named groups step and loss")
     .meta({ examples: ["step (?<step>\\d+) loss (?<loss>\\S+)"] }),
-  step_unit: z.enum(["step", "samples"]).default("step")
-    .describe("deepspeed-csv: what the step column counts"),
+  step_unit: z.enum(["step", "samples"]).optional()
+    .describe("what the step column counts; deepspeed-csv defaults to samples, others to step"),
   samples_per_step: positiveInt.optional().describe("deepspeed-csv with samples: global batch"),
 }).strict().describe("where and how the phase's metrics are read");
 

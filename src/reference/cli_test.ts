@@ -133,9 +133,15 @@ const BAD_INPUT: { name: string; argv: () => string[]; code: number; message: Re
   },
   {
     name: "a resume kind without a loader",
-    argv: () => ["train", "--resume-from", tag, "--resume-kind", "plan", "--plan", "p.json"],
+    argv: () => ["train", "--resume-from", tag, "--resume-kind", "sharded"],
     code: 2,
-    message: /--resume-kind plan is not available/,
+    message: /--resume-kind sharded is not available \(known: native, universal, plan/,
+  },
+  {
+    name: "a missing plan file",
+    argv: () => ["train", "--resume-from", tag, "--resume-kind", "plan", "--plan", "nope.json"],
+    code: 1,
+    message: /plan nope\.json does not exist/,
   },
   {
     name: "a missing checkpoint",
