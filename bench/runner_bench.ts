@@ -18,7 +18,9 @@ globalThis.addEventListener("unload", () => {
     const sorted = [...ratios].sort((a, b) => a - b);
     console.log(
       `quickstart wall_s / children_wall_s over ${ratios.length} fresh runs: ` +
-        `median ${sorted[Math.floor(sorted.length / 2)].toFixed(4)}, max ${sorted.at(-1)!.toFixed(4)}`,
+        `median ${sorted[Math.floor(sorted.length / 2)].toFixed(4)}, max ${
+          sorted.at(-1)!.toFixed(4)
+        }`,
     );
   }
   Deno.removeSync(dir, { recursive: true });
@@ -26,12 +28,25 @@ globalThis.addEventListener("unload", () => {
 
 async function run(results: string, extra: string[] = []): Promise<void> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", CLI, "run", QUICKSTART, "--results", results, "--quiet", ...extra],
+    args: [
+      "run",
+      "-A",
+      "--quiet",
+      CLI,
+      "run",
+      QUICKSTART,
+      "--results",
+      results,
+      "--quiet",
+      ...extra,
+    ],
     cwd: PROJECT,
     stdout: "null",
     stderr: "piped",
   }).output();
-  if (out.code !== 0) throw new Error(`quickstart exited ${out.code}: ${new TextDecoder().decode(out.stderr)}`);
+  if (out.code !== 0) {
+    throw new Error(`quickstart exited ${out.code}: ${new TextDecoder().decode(out.stderr)}`);
+  }
 }
 
 let fresh = 0;
@@ -44,7 +59,9 @@ Deno.bench({
     const results = `${dir}/fresh-${fresh++}`;
     await run(results);
     const latest = Deno.readLinkSync(`${results}/quickstart/latest`);
-    const summary = JSON.parse(Deno.readTextFileSync(`${results}/quickstart/${latest}/summary.json`));
+    const summary = JSON.parse(
+      Deno.readTextFileSync(`${results}/quickstart/${latest}/summary.json`),
+    );
     ratios.push(summary.wall_s / summary.children_wall_s);
   },
 });

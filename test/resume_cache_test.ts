@@ -69,30 +69,11 @@ Deno.test("cache: kill -9 of a trainer mid-phase, then a re-run reuses every com
     );
     const results = join(dir, "results");
     const harness = startHarness(file, results);
-    let victims: { pid: number; argv: string[] }[] = [];
-    await waitFor(async () => {
-      victims = (await findProcesses(marker)).filter((p) => !p.argv.includes(CLI));
-      return victims.length > 0 &&
-        (await Deno.readTextFile(join(results, "resumable", ".lock")).then(
-          () => true,
-          () => false,
-        ));
-    }, "the slow phase");
-    // Give the first phases time to finish; the slow one is the last.
-    await waitFor(async () => {
-      const runs = [...Deno.readDirSync(join(results, "resumable"))].filter((e) =>
-        /^\d{8}T/.test(e.name)
-      );
-      if (runs.length === 0) return false;
-      try {
-        Deno.statSync(
-          join(results, "resumable", runs[0].name, "phases", "resume-native", "phase.json"),
-        );
-        return true;
-      } catch {
-        return false;
-      }
-    }, "resume-native to complete");
+    // The slow phase is the last one: once it says so, every other phase has completed.
+    await waitFor(
+      async () => (await phaseLog(results, "resume-again")).includes("slow on purpose"),
+      "the slow phase to start",
+    );
     for (const v of await findProcesses(marker)) Deno.kill(v.pid, "SIGKILL");
     const status = await harness.status;
     await harness.stderr.cancel();
@@ -180,13 +161,7 @@ Deno.test("cache: SIGINT during a phase, then the re-run reuses what finished", 
     const results = join(dir, "results");
     const harness = startHarness(file, results);
     await waitFor(
-      async () =>
-        (await findProcesses(marker)).some((p) => !p.argv.includes(CLI)) && (await exists(results)),
-      "the slow split",
-    );
-    await waitFor(
-      async () =>
-        (await Deno.readTextFile(await splitStderr(results)).catch(() => "")).includes("slow"),
+      async () => (await phaseLog(results, "split")).includes("slow on purpose"),
       "split to start",
     );
     harness.kill("SIGINT");
@@ -332,17 +307,14 @@ Deno.test("retry: a phase whose log matches retry.on re-runs, and the retry is r
   }
 });
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function splitStderr(results: string): Promise<string> {
+/** The stderr log of a phase in the experiment's first run folder ("" until it exists). */
+async function phaseLog(results: string, phase: string): Promise<string> {
   const exp = join(results, "resumable");
-  const runs = (await Array.fromAsync(Deno.readDir(exp))).filter((e) => /^\d{8}T/.test(e.name));
-  return join(exp, runs[0]?.name ?? "none", "phases", "split", "stderr.log");
+  try {
+    const runs = (await Array.fromAsync(Deno.readDir(exp))).filter((e) => /^\d{8}T/.test(e.name));
+    if (runs.length === 0) return "";
+    return await Deno.readTextFile(join(exp, runs[0].name, "phases", phase, "stderr.log"));
+  } catch {
+    return "";
+  }
 }

@@ -126,7 +126,7 @@ export function parityEnv(vars: Record<string, string>): Record<string, string> 
   };
 }
 
-function referenceArgv(node: PhaseNode, vars: Record<string, string>): string[] {
+function referenceArgv(exp: Experiment, node: PhaseNode, vars: Record<string, string>): string[] {
   const deno = [Deno.execPath(), "run", "-A", "--quiet", REFERENCE_CLI];
   const fault = node.args.fault ? ["--fault", String(node.args.fault)] : [];
   if (node.tool === "converter") {
@@ -152,6 +152,8 @@ function referenceArgv(node: PhaseNode, vars: Record<string, string>): string[] 
       vars.policy,
       "--out",
       vars.plan_out,
+      "--element-size",
+      String(exp.plan_sync?.element_size ?? 4),
       ...fault,
     ];
   }
@@ -201,7 +203,7 @@ export function phaseCommand(
   const vars = phaseVars(exp, node, paths, harnessEnv);
   const entry = node.entry;
   const argv = entry.preset === "reference"
-    ? referenceArgv(node, vars)
+    ? referenceArgv(exp, node, vars)
     : (entry.command ?? []).map((t) => interpolate(t, vars));
   const env: Record<string, string> = { ...parityEnv(vars) };
   for (const [k, v] of Object.entries({ ...(entry.env ?? {}), ...(node.extraEnv ?? {}) })) {
