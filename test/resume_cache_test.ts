@@ -147,6 +147,30 @@ Deno.test("cache: a crash while writing the checkpoint is never reused; the re-r
   }
 });
 
+Deno.test("cache: a split without its configured completion marker is a failed phase", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const exp = experiment(uniqueMarker("marker"), {});
+    const file = await writeExperiment(dir, "exp.yaml", {
+      ...exp,
+      trainer: { ...exp.trainer, checkpoint_marker: "SAVE_COMPLETE" },
+    });
+    const results = join(dir, "results");
+    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(run.code, 3, run.stderr);
+    const split = (await latestSummary(results, "resumable")).phases.find((p) =>
+      p.name === "split"
+    )!;
+    assert.equal(split.status, "failed");
+    assert.match(
+      split.message!,
+      /incomplete checkpoint: .* has no completion marker SAVE_COMPLETE/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("cache: SIGINT during a phase, then the re-run reuses what finished", async () => {
   const dir = await Deno.makeTempDir();
   const marker = uniqueMarker("sigint");

@@ -112,6 +112,10 @@ export const ProcessSchema = z.object({
   )
     .default(3600).describe("seconds before the process group is stopped"),
   metrics: MetricsSchema.optional(),
+  checkpoint_marker: z.string().min(1).optional()
+    .describe(
+      "file inside the saved tag folder that proves the save completed (reference: checkpoint_complete.json)",
+    ),
   code_inputs: z.array(z.string().min(1, "expected a non-empty string")).optional()
     .describe("files, folders or `!command` whose content joins the phase cache key"),
   retry: RetrySchema.optional(),

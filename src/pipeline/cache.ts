@@ -39,6 +39,7 @@ export interface PhaseRecord extends PhaseSummary {
   outputs?: {
     metrics?: string;
     checkpoint_dir?: string;
+    checkpoint_marker?: string;
     universal?: string;
     plan?: string;
     dir?: string;
@@ -207,7 +208,8 @@ async function artifactsPresent(record: PhaseRecord): Promise<boolean> {
     } catch {
       return false;
     }
-    return await exists(join(dir, tag));
+    const marker = o.checkpoint_marker;
+    return await exists(marker ? join(dir, tag, marker) : join(dir, tag));
   }
   if (record.role === "convert") return await exists(o.universal);
   if (record.role === "plan") return await exists(o.plan);

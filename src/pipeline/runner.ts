@@ -397,6 +397,12 @@ async function phasePaths(
   return paths;
 }
 
+/** The file that proves a split's save completed (the reference trainer writes its own). */
+export function checkpointMarker(node: PhaseNode): string | undefined {
+  return node.entry.checkpoint_marker ??
+    (node.entry.preset === "reference" ? "checkpoint_complete.json" : undefined);
+}
+
 /** Checks the artifact a phase must leave behind; returns a message when it is missing. */
 async function missingArtifact(
   node: PhaseNode,
@@ -406,6 +412,10 @@ async function missingArtifact(
   if (node.role === "split") {
     const tag = await splitTagFolder(paths.checkpointDir!, saveAt);
     if (!(await exists(tag))) return `missing artifact: checkpoint ${tag} was not written`;
+    const marker = checkpointMarker(node);
+    if (marker && !(await exists(join(tag, marker)))) {
+      return `incomplete checkpoint: ${tag} has no completion marker ${marker}`;
+    }
   }
   if (node.role === "convert" && !(await exists(paths.universal!))) {
     return `missing artifact: universal checkpoint ${paths.universal} was not written`;
@@ -624,6 +634,7 @@ async function runPhase(state: PhaseState, ctx: RunContext): Promise<void> {
       dir: paths.dir,
       metrics: paths.metricsFile,
       checkpoint_dir: paths.checkpointDir,
+      checkpoint_marker: node.role === "split" ? checkpointMarker(node) : undefined,
       universal: paths.universal,
       plan: paths.planOut,
     },

@@ -186,7 +186,9 @@ export function diagnosticsTable(run: LoadedRun): Table {
  * to float64 is 2^29 float64 ULPs per float32 ULP, which reads as noise), else float64 ULPs.
  */
 function ulpText(cmp: ComparisonSummary): string {
-  if (cmp.max_ulp_f32 !== undefined && cmp.max_ulp_f32 !== null) return `${count(cmp.max_ulp_f32)} (f32)`;
+  if (cmp.max_ulp_f32 !== undefined && cmp.max_ulp_f32 !== null) {
+    return `${count(cmp.max_ulp_f32)} (f32)`;
+  }
   return cmp.max_ulp === null ? "—" : count(cmp.max_ulp);
 }
 
