@@ -13,7 +13,7 @@ import { isSecretName } from "../process/mod.ts";
 import { PROJECT_DIR } from "./commands.ts";
 import { sha256Hex } from "./manifest.ts";
 import { canonicalJson, type PhaseNode } from "./phases.ts";
-import { listRuns, readJsonIfExists } from "./run_store.ts";
+import { listRuns, pathExists, readJsonIfExists } from "./run_store.ts";
 import type { PhaseSummary } from "./summary.ts";
 
 /** Bump when the meaning of a key changes, so old entries stop matching. */
@@ -183,16 +183,6 @@ export function keyedCommand(
   };
 }
 
-async function exists(path: string | undefined): Promise<boolean> {
-  if (!path) return false;
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Whether the artifacts a completed phase's consumers need are still there. */
 async function artifactsPresent(record: PhaseRecord): Promise<boolean> {
   const o = record.outputs ?? {};
@@ -209,11 +199,11 @@ async function artifactsPresent(record: PhaseRecord): Promise<boolean> {
       return false;
     }
     const marker = o.checkpoint_marker;
-    return await exists(marker ? join(dir, tag, marker) : join(dir, tag));
+    return await pathExists(marker ? join(dir, tag, marker) : join(dir, tag));
   }
-  if (record.role === "convert") return await exists(o.universal);
-  if (record.role === "plan") return await exists(o.plan);
-  return await exists(o.metrics);
+  if (record.role === "convert") return await pathExists(o.universal);
+  if (record.role === "plan") return await pathExists(o.plan);
+  return await pathExists(o.metrics);
 }
 
 /**
@@ -270,9 +260,9 @@ export async function quarantineIncomplete(
     for (const e of entries) {
       if (!e.isDirectory || e.name.includes(".incomplete")) continue;
       const dir = join(phasesDir, e.name);
-      if (await exists(join(dir, "phase.json"))) continue;
+      if (await pathExists(join(dir, "phase.json"))) continue;
       const target = `${dir}.incomplete`;
-      if (await exists(target)) continue;
+      if (await pathExists(target)) continue;
       await Deno.rename(dir, target);
       moved.push(relative(experimentDir, target));
     }

@@ -46,6 +46,17 @@ export async function writeJsonAtomic(path: string, value: unknown): Promise<voi
   await writeTextAtomic(path, JSON.stringify(value, null, 2) + "\n");
 }
 
+/** Whether a path exists (following links); false for an undefined path. */
+export async function pathExists(path: string | undefined): Promise<boolean> {
+  if (!path) return false;
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Reads JSON, or returns undefined when the file does not exist. */
 export async function readJsonIfExists<T>(path: string): Promise<T | undefined> {
   try {

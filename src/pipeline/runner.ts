@@ -33,6 +33,7 @@ import {
   experimentFolderName,
   latestRunDir,
   newRunId,
+  pathExists,
   updateLatest,
   writeJsonAtomic,
   writeTextAtomic,
@@ -97,15 +98,6 @@ export async function splitTagFolder(checkpointDir: string, saveAt: number): Pro
     if (tag && !tag.includes("/") && tag !== "..") return join(checkpointDir, tag);
   } catch { /* fall back to the DeepSpeed default tag */ }
   return join(checkpointDir, `global_step${saveAt}`);
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function selectPhases(nodes: PhaseNode[], only: string[]): Set<string> {
@@ -411,16 +403,16 @@ async function missingArtifact(
 ): Promise<string | null> {
   if (node.role === "split") {
     const tag = await splitTagFolder(paths.checkpointDir!, saveAt);
-    if (!(await exists(tag))) return `missing artifact: checkpoint ${tag} was not written`;
+    if (!(await pathExists(tag))) return `missing artifact: checkpoint ${tag} was not written`;
     const marker = checkpointMarker(node);
-    if (marker && !(await exists(join(tag, marker)))) {
+    if (marker && !(await pathExists(join(tag, marker)))) {
       return `incomplete checkpoint: ${tag} has no completion marker ${marker}`;
     }
   }
-  if (node.role === "convert" && !(await exists(paths.universal!))) {
+  if (node.role === "convert" && !(await pathExists(paths.universal!))) {
     return `missing artifact: universal checkpoint ${paths.universal} was not written`;
   }
-  if (node.role === "plan" && !(await exists(paths.planOut!))) {
+  if (node.role === "plan" && !(await pathExists(paths.planOut!))) {
     return `missing artifact: plan ${paths.planOut} was not written`;
   }
   return null;

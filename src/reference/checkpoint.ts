@@ -27,15 +27,14 @@ import { HYPER, MODEL, type ModelConfig, type Topology } from "./config.ts";
 import type { SamplerState } from "./data.ts";
 import { CheckpointError, UsageError } from "./errors.ts";
 import {
-  isDir,
-  isFile,
-  type Marker,
   NATIVE_MARKER,
+  readMarker,
+  readVerifiedFile,
   readVerifiedFolder,
   writeFolderAtomically,
   writeTextAtomically,
 } from "./files.ts";
-import { canonicalJson, hashBytes } from "./hash.ts";
+import { canonicalJson } from "./hash.ts";
 import { buildLayout, epRankOf, type FlatGroup, type Layout } from "./layout.ts";
 import { PARAM } from "./model.ts";
 import { lrAt, type SchedulerState } from "./optimizer.ts";
@@ -566,30 +565,10 @@ function metadataOf(meta: NativeMeta, folder: string, where: string): NativeMeta
  * optimizer partitions are not read.
  */
 export function readNativeMetadata(folder: string): NativeMetadata {
-  if (!isDir(folder)) throw new CheckpointError(`checkpoint folder ${folder} does not exist`);
-  const markerPath = join(folder, NATIVE_MARKER);
-  if (!isFile(markerPath)) {
-    throw new CheckpointError(
-      `${folder} has no ${NATIVE_MARKER}: it was not completely written, refusing to load it`,
-    );
-  }
-  let marker: Marker;
-  try {
-    marker = JSON.parse(Deno.readTextFileSync(markerPath));
-    if (typeof marker?.files !== "object" || marker.files === null) throw new Error("no files");
-  } catch {
-    throw new CheckpointError(`${markerPath} is corrupt (not a completion marker)`);
-  }
+  const marker = readMarker(folder, NATIVE_MARKER);
   const primary = primaryFileName((name) => Object.hasOwn(marker.files, name));
-  const want = marker.files[primary];
+  const bytes = readVerifiedFile(folder, primary, marker, NATIVE_MARKER);
   const where = join(folder, primary);
-  if (!want || !isFile(where)) throw new CheckpointError(`checkpoint file ${where} is missing`);
-  const bytes = Deno.readFileSync(where);
-  if (bytes.length !== want.bytes || hashBytes(bytes) !== want.hash) {
-    throw new CheckpointError(
-      `checkpoint file ${where} does not match ${NATIVE_MARKER} (truncated or corrupt)`,
-    );
-  }
   const meta = metaOf(decode(new Map([[primary, bytes]]), folder, primary), where) as NativeMeta;
   return metadataOf(meta, folder, where);
 }

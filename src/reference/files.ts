@@ -112,6 +112,19 @@ export function readVerifiedFolder(
   folder: string,
   markerName: string,
 ): { marker: Marker; files: Map<string, Uint8Array> } {
+  const marker = readMarker(folder, markerName);
+  const files = new Map<string, Uint8Array>();
+  for (const rel of Object.keys(marker.files)) {
+    files.set(rel, readVerifiedFile(folder, rel, marker, markerName));
+  }
+  return { marker, files };
+}
+
+/**
+ * Reads a folder's completion marker: the folder must exist and hold a well-formed marker, else
+ * the folder was not completely written and must not be loaded.
+ */
+export function readMarker(folder: string, markerName: string): Marker {
   if (!isDir(folder)) throw new CheckpointError(`checkpoint folder ${folder} does not exist`);
   const markerPath = join(folder, markerName);
   if (!isFile(markerPath)) {
@@ -119,29 +132,35 @@ export function readVerifiedFolder(
       `${folder} has no ${markerName}: it was not completely written, refusing to load it`,
     );
   }
-  let marker: Marker;
   try {
-    marker = JSON.parse(Deno.readTextFileSync(markerPath));
+    const marker = JSON.parse(Deno.readTextFileSync(markerPath));
     if (typeof marker?.files !== "object" || marker.files === null) throw new Error("no files");
+    return marker;
   } catch {
     throw new CheckpointError(`${markerPath} is corrupt (not a completion marker)`);
   }
-  const files = new Map<string, Uint8Array>();
-  for (const [rel, want] of Object.entries(marker.files)) {
-    const path = join(folder, rel);
-    if (!isFile(path)) throw new CheckpointError(`checkpoint file ${path} is missing`);
-    const bytes = Deno.readFileSync(path);
-    if (bytes.length !== want.bytes) {
-      throw new CheckpointError(
-        `checkpoint file ${path} has ${bytes.length} bytes, ${markerName} records ${want.bytes} (truncated or corrupt)`,
-      );
-    }
-    if (hashBytes(bytes) !== want.hash) {
-      throw new CheckpointError(
-        `checkpoint file ${path} does not match the hash in ${markerName} (corrupt)`,
-      );
-    }
-    files.set(rel, bytes);
+}
+
+/** Reads one file a marker lists, checking it is present with the recorded size and hash. */
+export function readVerifiedFile(
+  folder: string,
+  rel: string,
+  marker: Marker,
+  markerName: string,
+): Uint8Array {
+  const path = join(folder, rel);
+  const want = marker.files[rel];
+  if (!want || !isFile(path)) throw new CheckpointError(`checkpoint file ${path} is missing`);
+  const bytes = Deno.readFileSync(path);
+  if (bytes.length !== want.bytes) {
+    throw new CheckpointError(
+      `checkpoint file ${path} has ${bytes.length} bytes, ${markerName} records ${want.bytes} (truncated or corrupt)`,
+    );
   }
-  return { marker, files };
+  if (hashBytes(bytes) !== want.hash) {
+    throw new CheckpointError(
+      `checkpoint file ${path} does not match the hash in ${markerName} (corrupt)`,
+    );
+  }
+  return bytes;
 }

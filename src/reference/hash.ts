@@ -61,14 +61,15 @@ export class Hasher64 {
   /** The 64-bit digest as 16 lowercase hex digits. */
   digest(): string {
     let a = this.#a ^ this.#length, b = this.#b ^ Math.floor(this.#length / 4294967296);
-    a = fmix(a + b);
-    b = fmix(b ^ a);
-    a = fmix(a ^ b);
+    a = fmix32(a + b);
+    b = fmix32(b ^ a);
+    a = fmix32(a ^ b);
     return hex8(a) + hex8(b);
   }
 }
 
-function fmix(h: number): number {
+/** A murmur3-style 32-bit finaliser (shared with the counter-based RNG). */
+export function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;

@@ -7,6 +7,8 @@
  * @module
  */
 
+import { fmix32 } from "./hash.ts";
+
 /** Purpose codes keep streams for different uses apart. */
 export const Purpose = {
   /** Dropout keep/drop decisions. */
@@ -20,16 +22,6 @@ export const Purpose = {
   /** Draws made by a faulty save (`save-perturbs-rng`). */
   save: 5,
 } as const;
-
-/** A murmur3-style 32-bit finaliser. */
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
 
 function absorb(h: number, word: number): number {
   let k = Math.imul(word | 0, 0xcc9e2d51);

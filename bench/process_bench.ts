@@ -1,11 +1,11 @@
 /**
  * Supervision overhead of runChild(): spawning a trivial child, and streaming a chatty one.
- * Run: `deno bench -A src/process/run_child_bench.ts`.
+ * Run: `deno bench -A bench/process_bench.ts`.
  *
  * @module
  */
 
-import { runChild } from "./run_child.ts";
+import { runChild } from "../src/process/mod.ts";
 
 const dir = await Deno.makeTempDir({ prefix: "run_child_bench_" });
 const logs = { stdoutPath: `${dir}/stdout.log`, stderrPath: `${dir}/stderr.log` };
