@@ -12,6 +12,7 @@ import { verifyPlanCommand } from "./affine/mod.ts";
 import {
   experimentJsonSchema,
   formatValidationErrors,
+  phaseNames,
   readExperimentFile,
   validateCommand,
 } from "./experiment/mod.ts";
@@ -117,6 +118,19 @@ export async function runCommand(args: string[]): Promise<number> {
     for (const experiment of result.experiments) loaded.push({ file, experiment });
   }
   if (invalid) return 2;
+  for (const { file, experiment } of loaded) {
+    const phases = phaseNames(experiment);
+    const force = values.force.filter((name) => name !== "*");
+    for (const [flag, names] of [["--only", values.only], ["--force", force]] as const) {
+      const unknown = names.filter((name) => !phases.includes(name));
+      if (unknown.length > 0) {
+        throw new UsageError(
+          `${flag} ${unknown.join(", ")}: no such phase in ${experiment.name} (${file}); ` +
+            `its phases: ${phases.join(", ")}`,
+        );
+      }
+    }
+  }
 
   const suite = loaded.length > 1;
   const keepGoing = values["keep-going"] || suite;

@@ -141,3 +141,45 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     }
   });
 }
+
+Deno.test("run: --only runs a phase with what it consumes; an unknown phase is a usage error", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const exp = commandExperiment("only", denoCommand("echo_trainer.ts"));
+    const file = await writeExperiment(dir, "only.yaml", exp);
+    const results = join(dir, "results");
+    const bad = await runCli(["run", file, "--results", results, "--only", "resume-nope"]);
+    assert.equal(bad.code, 2);
+    assert.match(
+      bad.stderr,
+      /--only resume-nope: no such phase in only .*its phases: baseline, split/,
+    );
+    const only = ["run", file, "--results", results, "--quiet", "--only", "resume-native"];
+    const run = await runCli(only);
+    assert.equal(
+      run.code,
+      3,
+      "without a baseline the comparison cannot be judged: ERROR, not PASS",
+    );
+    const first = await latestSummary(results, "only");
+    assert.deepEqual(first.phases.map((p) => `${p.name}:${p.status}`), [
+      "baseline:skipped",
+      "split:ok",
+      "resume-native:ok",
+    ]);
+    assert.match(first.phases[0].message!, /not selected/);
+    assert.equal(first.comparisons[0].verdict, "ERROR");
+    // Once a baseline exists, --only compares against it without running it again.
+    assert.equal((await runCli(["run", file, "--results", results, "--quiet"])).code, 0);
+    const again = await runCli([...only, "--force", "resume-native"]);
+    assert.equal(again.code, 0, again.stderr);
+    const second = await latestSummary(results, "only");
+    assert.deepEqual(second.phases.map((p) => `${p.name}:${p.cached}`), [
+      "baseline:true",
+      "split:true",
+      "resume-native:false",
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -58,5 +58,6 @@ export {
   staticSpec,
   svgToPng,
   writeChart,
+  type WriteChartOptions,
   type WrittenChart,
 } from "./render.ts";

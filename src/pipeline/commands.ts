@@ -11,6 +11,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { interpolate } from "../experiment/mod.ts";
 import type { Experiment, ProcessEntry, TrainerArgs } from "../experiment/schema.ts";
+import type { PhaseEvidence } from "../parity/mod.ts";
 import type { PhaseNode } from "./phases.ts";
 
 /** The project folder (where `deno.json` and `src/` live). */
@@ -218,8 +219,20 @@ export function phaseCommand(
   };
 }
 
+/** Where a phase's metrics are read from, with its reader options. */
+export interface MetricsSource {
+  /** File or folder. */
+  path: string;
+  /** Reader options (format and format-specific settings). */
+  options: NonNullable<PhaseEvidence["metrics"]>;
+}
+
 /** Where a phase's metrics are read from, with its format options. */
-export function metricsSource(node: PhaseNode, vars: Record<string, string>, baseDir: string) {
+export function metricsSource(
+  node: PhaseNode,
+  vars: Record<string, string>,
+  baseDir: string,
+): MetricsSource {
   const m = node.entry.metrics;
   const raw = m?.path ? interpolate(m.path, vars) : vars.metrics_file;
   return {
@@ -230,5 +243,5 @@ export function metricsSource(node: PhaseNode, vars: Record<string, string>, bas
       step_unit: m?.step_unit,
       samples_per_step: m?.samples_per_step,
     },
-  } as const;
+  };
 }

@@ -30,6 +30,7 @@ import { checkPlanFile } from "./plan_check.ts";
 import { moveAttemptAside, shouldRetry } from "./retry.ts";
 import type { Progress } from "./progress.ts";
 import {
+  assertInside,
   experimentFolderName,
   latestRunDir,
   newRunId,
@@ -152,6 +153,7 @@ async function runLocked(
   const resolvedYaml = toYaml(exp);
   const runId = newRunId(started, resolvedYaml);
   const runDir = join(experimentDir, runId);
+  assertInside(options.resultsDir, runDir);
   await Deno.mkdir(join(runDir, "phases"), { recursive: true });
   for (const moved of await quarantineIncomplete(experimentDir, runDir)) {
     options.progress.note(`moved aside an incomplete phase folder: ${moved}`);
@@ -202,7 +204,6 @@ async function runLocked(
       consumes: s.node.consumes,
     };
   };
-  for (const n of nodes) if (!selected.has(n.name)) skip(n.name, "not selected (--only)");
 
   let stopLaunching = false;
   const running = new Set<Promise<void>>();
@@ -210,10 +211,16 @@ async function runLocked(
 
   const launch = async (state: PhaseState) => {
     state.status = "running";
-    await runPhase(state, context);
+    // With --only, a phase outside the selection is only looked up in the cache, never run, so
+    // the selected phases are still compared with earlier results when there are any.
+    await runPhase(state, context, !selected.has(state.node.name));
     const status = state.summary!.status;
     state.status = status;
-    if (status !== "ok") {
+    if (status === "skipped") {
+      for (const dep of dependentsOf(nodes, state.node.name)) {
+        skip(dep, `not run: it needs ${state.node.name}, which was not selected (--only)`);
+      }
+    } else if (status !== "ok") {
       for (const dep of dependentsOf(nodes, state.node.name)) {
         skip(
           dep,
@@ -255,7 +262,7 @@ async function runLocked(
   // Judge the evidence.
   const phaseSummaries = nodes.map((n) => states.get(n.name)!.summary!);
   const evidence: PhaseEvidence[] = nodes
-    .filter((n) => selected.has(n.name) && (n.role !== "convert" && n.role !== "plan"))
+    .filter((n) => n.role !== "convert" && n.role !== "plan")
     .map((n) => {
       const s = states.get(n.name)!;
       const source = s.paths
@@ -521,16 +528,29 @@ async function reusePhase(
   ctx.options.progress.phaseEnd(node.name, status, 0, message ?? `cached from ${hit.runDir}`);
 }
 
-async function runPhase(state: PhaseState, ctx: RunContext): Promise<void> {
+async function runPhase(state: PhaseState, ctx: RunContext, cacheOnly: boolean): Promise<void> {
   const { exp, states, runDir, options, manifest, manifestPath } = ctx;
   const node = state.node;
   const paths = await phasePaths(exp, node, states, runDir);
   const cmd = phaseCommand(exp, node, paths, options.baseDir, options.harnessEnv);
   const key = await computeKey(state, ctx, cmd);
   state.key = key;
-  if (!state.forced) {
+  if (!state.forced || cacheOnly) {
     const hit = await findCachedPhase(ctx.experimentDir, node.name, key, runDir);
     if (hit) return await reusePhase(state, ctx, hit, key);
+  }
+  if (cacheOnly) {
+    state.summary = {
+      name: node.name,
+      role: node.role,
+      status: "skipped",
+      cached: false,
+      wall_s: 0,
+      exit_code: null,
+      message: "not selected (--only) and no earlier result to reuse",
+      consumes: node.consumes,
+    };
+    return;
   }
   state.paths = paths;
   await Deno.mkdir(paths.dir, { recursive: true });
