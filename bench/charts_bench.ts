@@ -36,6 +36,11 @@ console.log(
   `quickstart fixture: ${quickCharts.length} charts; 10,000-step fixture: ${longCharts.length} charts`,
 );
 
+// writeChart() reuses an identical earlier render in its folder, so every iteration renders
+// into a fresh folder to measure real rendering.
+let iteration = 0;
+const fresh = (name: string) => `${tmp}/${name}-${iteration++}`;
+
 // Warm the wasm, the font and the JIT once so the figures are steady-state.
 await writeChart(`${tmp}/warm`, "warm", quickCharts[0].spec);
 
@@ -44,7 +49,8 @@ Deno.bench({
   group: "charts",
   baseline: true,
   async fn() {
-    for (const c of quickCharts) await writeChart(`${tmp}/out-quick`, c.name, c.spec);
+    const dir = fresh("out-quick");
+    for (const c of quickCharts) await writeChart(dir, c.name, c.spec);
   },
 });
 
@@ -52,7 +58,8 @@ Deno.bench({
   name: `all ${longCharts.length} charts of a 10,000-step run (downsampled to 2000 points)`,
   group: "charts",
   async fn() {
-    for (const c of longCharts) await writeChart(`${tmp}/out-long`, c.name, c.spec);
+    const dir = fresh("out-long");
+    for (const c of longCharts) await writeChart(dir, c.name, c.spec);
   },
 });
 
@@ -60,7 +67,7 @@ Deno.bench({
   name: "loss overlay only, quickstart",
   group: "single",
   async fn() {
-    await writeChart(`${tmp}/out-one`, "loss", quickCharts[0].spec);
+    await writeChart(fresh("out-one"), "loss", quickCharts[0].spec);
   },
 });
 
@@ -68,6 +75,22 @@ Deno.bench({
   name: "renderRun(): charts + report.md + report.html + junit.xml, quickstart",
   group: "run",
   async fn() {
+    await Deno.remove(`${quick.runDir}/charts`, { recursive: true }).catch(() => {});
     await renderRun(quick.runDir);
+  },
+});
+
+const previous = `${tmp}/previous`;
+await Deno.mkdir(previous);
+for (const c of quickCharts) await writeChart(`${previous}/charts`, c.name, c.spec);
+
+Deno.bench({
+  name: "all charts of an unchanged re-run: copied from the previous run, not rendered",
+  group: "charts",
+  async fn() {
+    const dir = fresh("out-reuse");
+    for (const c of quickCharts) {
+      await writeChart(dir, c.name, c.spec, { reuseFrom: `${previous}/charts` });
+    }
   },
 });

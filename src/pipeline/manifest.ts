@@ -72,14 +72,18 @@ export async function gitState(): Promise<{ commit: string | null; dirty: boolea
   return { commit, dirty: status === null ? null : status.length > 0 };
 }
 
-/** A fresh manifest with the environment filled in and no children yet. */
-export async function newManifest(
+/**
+ * A fresh manifest with no children yet. The git state is filled in when `git` resolves, so the
+ * first phase need not wait for two git processes; await it before the final write.
+ */
+export function newManifest(
   experimentFile: string | null,
   inputHashes: Record<string, string>,
-): Promise<Manifest> {
-  return {
+  git: Promise<Manifest["git"]> = gitState(),
+): { manifest: Manifest; gitKnown: Promise<void> } {
+  const manifest: Manifest = {
     harness_version: HARNESS_VERSION,
-    git: await gitState(),
+    git: { commit: null, dirty: null },
     deno: Deno.version.deno,
     os: `${Deno.build.os} ${Deno.build.arch}`,
     harness_argv: [...Deno.args],
@@ -87,6 +91,7 @@ export async function newManifest(
     input_hashes: inputHashes,
     children: [],
   };
+  return { manifest, gitKnown: git.then((g) => void (manifest.git = g)) };
 }
 
 /** Records a launched child with its environment redacted. */

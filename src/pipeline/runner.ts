@@ -22,7 +22,14 @@ import {
   quarantineIncomplete,
 } from "./cache.ts";
 import { metricsSource, type PhaseCommand, phaseCommand, type PhasePaths } from "./commands.ts";
-import { type Manifest, newManifest, recordChild, sha256Hex } from "./manifest.ts";
+import {
+  gitState,
+  HARNESS_VERSION,
+  type Manifest,
+  newManifest,
+  recordChild,
+  sha256Hex,
+} from "./manifest.ts";
 import { buildPhaseGraph, dependentsOf, type PhaseNode } from "./phases.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { acquireRunLock } from "./lock.ts";
@@ -48,7 +55,6 @@ import {
   type Verdict,
   worstVerdict,
 } from "./summary.ts";
-import { HARNESS_VERSION } from "./manifest.ts";
 
 /** How to run an experiment. */
 export interface RunOptions {
@@ -148,6 +154,7 @@ async function runLocked(
   experimentDir: string,
 ): Promise<RunResult> {
   const started = new Date();
+  const git = gitState(); // two git processes: start them while the run folder is prepared
   const nodes = buildPhaseGraph(exp);
   const selected = selectPhases(nodes, options.only);
   const resolvedYaml = toYaml(exp);
@@ -168,7 +175,7 @@ async function runLocked(
       hashes[options.experimentFile] = await sha256Hex(await Deno.readFile(options.experimentFile));
     } catch { /* a --set-only run may have no file on disk */ }
   }
-  const manifest: Manifest = await newManifest(options.experimentFile, hashes);
+  const { manifest, gitKnown } = newManifest(options.experimentFile, hashes, git);
   const manifestPath = join(runDir, "manifest.json");
   await writeJsonAtomic(manifestPath, manifest);
 
@@ -258,6 +265,9 @@ async function runLocked(
       );
     }
   }
+
+  await gitKnown;
+  await writeJsonAtomic(manifestPath, manifest);
 
   // Judge the evidence.
   const phaseSummaries = nodes.map((n) => states.get(n.name)!.summary!);
@@ -457,7 +467,8 @@ function forcedPhases(nodes: PhaseNode[], force: boolean | string[]): Set<string
 async function computeKey(state: PhaseState, ctx: RunContext, cmd: PhaseCommand): Promise<string> {
   const node = state.node;
   const inputs = codeInputsOf(node);
-  const digestKey = `${node.tool}:${inputs.join("\0")}`;
+  // Keyed by the inputs alone: the trainer, converter and planner of a preset share their code.
+  const digestKey = inputs.join("\0");
   if (!ctx.codeDigests.has(digestKey)) {
     ctx.codeDigests.set(
       digestKey,
