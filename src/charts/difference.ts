@@ -1,11 +1,11 @@
 /**
  * Per-step difference of one comparison: `b − a` with a zero rule and, for exact lanes, a second
- * panel with the float64 ULP distance. The first divergent step is marked in red.
+ * panel with the ULP distance (float32 ULPs for float32 values). The first divergent step is marked in red.
  *
  * @module
  */
 
-import { ulpDistance64 } from "../parity/ulp.ts";
+import { ulpDistanceIn, type UlpUnit, ulpUnitOf } from "../parity/ulp.ts";
 import { DEFAULT_MAX_POINTS, downsampleIndices } from "./downsample.ts";
 import {
   type ChartSpec,
@@ -55,13 +55,18 @@ export interface DifferenceRow {
   b: number;
   /** `b − a`. */
   diff: number;
-  /** Float64 ULP distance. */
+  /** ULP distance, in the unit of {@link ulpUnitOfRows}. */
   ulp: number;
+}
+
+/** The ULP unit of aligned rows: float32 when every value on both sides is a float32. */
+export function ulpUnitOfRows(rows: readonly DifferenceRow[]): UlpUnit {
+  return ulpUnitOf(rows.flatMap((r) => [r.a, r.b]));
 }
 
 /**
  * Aligns two series on the steps both have, inside the window, and computes `b − a` and the
- * float64 ULP distance (with the project's single ULP implementation).
+ * ULP distance (float32 ULPs when every value is a float32, else float64).
  */
 export function alignDifference(
   seriesA: Series,
@@ -79,8 +84,10 @@ export function alignDifference(
     const a = byStep.get(step);
     if (a === undefined) continue;
     const b = seriesB.values[i];
-    rows.push({ step, a, b, diff: b - a, ulp: ulpDistance64(a, b) });
+    rows.push({ step, a, b, diff: b - a, ulp: 0 });
   }
+  const unit = ulpUnitOfRows(rows);
+  for (const r of rows) r.ulp = ulpDistanceIn(unit, r.a, r.b);
   return rows;
 }
 
@@ -102,6 +109,7 @@ export function alignDifference(
 export function differenceSpec(input: DifferenceInput): ChartSpec {
   const maxPoints = input.maxPoints ?? DEFAULT_MAX_POINTS;
   const rows = alignDifference(input.seriesA, input.seriesB, input.firstStep, input.lastStep);
+  const unit = ulpUnitOfRows(rows);
   const steps = rows.map((r) => r.step);
   const keep = [indexOfStep(steps, input.firstDivergentStep)];
   // Exact lanes draw two panels from the same rows: split the budget between their extremes.
@@ -130,7 +138,7 @@ export function differenceSpec(input: DifferenceInput): ChartSpec {
     { field: "a", type: "quantitative", format: ".17~g", title: input.a },
     { field: "b", type: "quantitative", format: ".17~g", title: input.b },
     { field: "diff", type: "quantitative", format: ".3~e", title: "b − a" },
-    { field: "ulp", type: "quantitative", title: "ULP (f64)" },
+    { field: "ulp", type: "quantitative", title: `ULP (${unit})` },
   ];
   const divergence = input.firstDivergentStep ?? null;
   // An all-zero series has an empty domain, which vega draws as a NaN axis: pin a small one.
@@ -211,7 +219,7 @@ export function differenceSpec(input: DifferenceInput): ChartSpec {
           y: {
             field: "ulp",
             type: "quantitative",
-            title: "ULP distance (f64)",
+            title: `ULP distance (${unit})`,
             axis: { format: ".3~g" },
             scale: {
               type: "symlog",

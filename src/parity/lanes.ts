@@ -15,7 +15,7 @@
 
 import type { MetricSeries } from "../metrics/series.ts";
 import type { ComparisonSummary } from "../pipeline/summary.ts";
-import { ulpDistance64 } from "./ulp.ts";
+import { ulpDistance32, ulpDistance64 } from "./ulp.ts";
 
 /** Lane names. */
 export type Lane = "exact" | "tolerance";
@@ -234,7 +234,7 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
         firstA = x;
         firstB = y;
         firstKind = exact
-          ? `${nameA}=${x}, ${nameB}=${y}, ${ulp} ULP apart`
+          ? `${nameA}=${x}, ${nameB}=${y}, ${ulpPhrase(x, y, ulp)}`
           : `${nameA}=${x}, ${nameB}=${y}, outside the tolerance by |b-a|=${diff}, rel ${rel}`;
       }
     }
@@ -307,4 +307,10 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
 /** JSON cannot hold NaN or infinities: they become null (the reason names them). */
 function jsonNumber(x: number | null): number | null {
   return x === null || !Number.isFinite(x) ? null : x;
+}
+
+/** `3 float32 ULPs apart` when both values are float32s, else the float64 count. */
+function ulpPhrase(x: number, y: number, ulp64: number): string {
+  const ulp32 = ulpDistance32(x, y);
+  return ulp32 === null ? `${ulp64} float64 ULPs apart` : `${ulp32} float32 ULPs apart`;
 }

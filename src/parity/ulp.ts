@@ -79,3 +79,21 @@ export function ulpDistance32(a: number, b: number): number | null {
   if (!Number.isFinite(a) || !Number.isFinite(b)) return Number.POSITIVE_INFINITY;
   return Math.abs(orderedBits32(a) - orderedBits32(b));
 }
+
+/** Float width a ULP distance is counted in. */
+export type UlpUnit = "f32" | "f64";
+
+/**
+ * The unit to count ULPs in for a series: float32 when every value is float32-representable (a
+ * trainer's fp32 loss widened to float64 would otherwise show 2^29 float64 ULPs per float32 ULP),
+ * else float64.
+ */
+export function ulpUnitOf(values: Iterable<number>): UlpUnit {
+  for (const v of values) if (!isFloat32(v)) return "f64";
+  return "f32";
+}
+
+/** ULP distance counted in `unit` (float64 when the values do not fit float32). */
+export function ulpDistanceIn(unit: UlpUnit, a: number, b: number): number {
+  return unit === "f32" ? ulpDistance32(a, b) ?? ulpDistance64(a, b) : ulpDistance64(a, b);
+}

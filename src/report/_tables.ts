@@ -1,7 +1,7 @@
 // The report's tables as plain data, so Markdown and HTML show exactly the same content.
 
 import type { ComparisonSummary, PhaseSummary, Verdict } from "../pipeline/summary.ts";
-import { ulpDistance64 } from "../parity/ulp.ts";
+import { ulpDistanceIn, type UlpUnit } from "../parity/ulp.ts";
 import { bytes, count, exact, seconds, stat, verdictLabel } from "./_format.ts";
 import type { LoadedRun } from "./load_run.ts";
 
@@ -280,10 +280,15 @@ export function divergenceDetail(run: LoadedRun, cmp: ComparisonSummary, radius 
       a,
       b,
       diff: both ? b - a : null,
-      ulp: both ? ulpDistance64(a, b) : null,
+      ulp: both ? ulpDistanceIn(ulpUnitOfComparison(cmp), a, b) : null,
       divergent: s === step,
     };
   });
+}
+
+/** The unit the parity engine counted this comparison's ULPs in (float32 when both series are). */
+function ulpUnitOfComparison(cmp: ComparisonSummary): UlpUnit {
+  return cmp.max_ulp_f32 !== undefined && cmp.max_ulp_f32 !== null ? "f32" : "f64";
 }
 
 /** A divergence detail as a table. */
@@ -298,7 +303,7 @@ export function detailTable(run: LoadedRun, cmp: ComparisonSummary, radius = 5):
   return {
     id: `detail-${cmp.name}`,
     title: cmp.name,
-    headers: ["step", `a: ${cmp.a}`, `b: ${cmp.b}`, "b − a", "ULP (f64)"],
+    headers: ["step", `a: ${cmp.a}`, `b: ${cmp.b}`, "b − a", `ULP (${ulpUnitOfComparison(cmp)})`],
     numeric: [false, true, true, true, true],
     rows,
     empty: "No values around the divergent step.",
