@@ -7,7 +7,7 @@
  */
 
 import { readMetrics } from "../metrics/read.ts";
-import type { MetricsFormat, ReadOptions } from "../metrics/series.ts";
+import type { MetricSeries, MetricsFormat, ReadOptions } from "../metrics/series.ts";
 import {
   type ComparisonSummary,
   type Diagnostic,
@@ -25,14 +25,15 @@ Compares one metric of two metrics files with the exact and/or tolerance lane.
   --format F          jsonl (default) | deepspeed-csv | log | tensorboard, for both files
   --format-b F        format of <b> when it differs
   --pattern RE        log format: regex with named groups step and loss
-  --step-unit U       deepspeed-csv: step (default) | samples
+  --step-unit U       deepspeed-csv: samples (default: csv_monitor logs global_samples) | step
   --samples-per-step N  deepspeed-csv with samples: global batch size
   --lane L            exact | tolerance | both (default both)
   --metric M          metric to compare (default loss)
   --rtol X            tolerance lane relative tolerance (default 1e-4)
   --atol X            tolerance lane absolute tolerance (default 0)
   --max-failures N    tolerance lane failure budget (default 0)
-  --from S, --to S    limit the window (default: every step either file logged)
+  --from S, --to S    window bounds (default: the steps both files span, e.g. a resume's
+                      steps N+1..S against a full baseline; a step missing inside fails)
   --json              print JSON instead of a table
 
 Exit codes: 0 PASS, 1 FAIL, 3 ERROR, 4 ABSTAIN, 2 usage error.`;
@@ -174,7 +175,24 @@ async function runCompare(args: CompareArgs): Promise<CompareResult> {
     ...a.diagnostics.map((d) => ({ ...d, phase: "a" })),
     ...b.diagnostics.map((d) => ({ ...d, phase: "b" })),
   ];
-  const window = unionWindow(a, b, args.metric, args.from, args.to);
+  // By default the window is the span both files cover — a resume logs N+1..S, so comparing it
+  // with a full baseline judges the resumed steps — and every step inside it must be in both.
+  const span = (s: MetricSeries, pick: (x: number, y: number) => number) => {
+    const present = s.present[args.metric];
+    let out = Number.NaN;
+    s.steps.forEach((step, i) => {
+      if (present?.[i]) out = Number.isNaN(out) ? step : pick(out, step);
+    });
+    return out;
+  };
+  const from = Number.isFinite(args.from)
+    ? args.from
+    : Math.max(span(a, Math.min), span(b, Math.min));
+  const to = Number.isFinite(args.to) ? args.to : Math.min(span(a, Math.max), span(b, Math.max));
+  const bounded = Number.isFinite(from) && Number.isFinite(to);
+  const window = bounded
+    ? unionWindow(a, b, args.metric, from, to)
+    : unionWindow(a, b, args.metric, args.from, args.to);
   const comparisons = args.lanes.map((lane) =>
     judgeSeries(
       {
@@ -183,10 +201,7 @@ async function runCompare(args: CompareArgs): Promise<CompareResult> {
         b: "b",
         metric: args.metric,
         lane,
-        window: {
-          from: Number.isFinite(args.from) ? args.from : 0,
-          to: Number.isFinite(args.to) ? args.to : 0,
-        },
+        window: { from: bounded ? from : 0, to: bounded ? to : 0 },
         rtol: args.rtol,
         atol: args.atol,
         max_failures: args.maxFailures,

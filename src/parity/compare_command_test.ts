@@ -118,3 +118,25 @@ Deno.test("compareCommand() compares a JSONL file with a csv_monitor folder", as
     assert.equal(r.code, 0, r.out);
   });
 });
+
+Deno.test("compareCommand() judges a resume against a full baseline over the steps both span", async () => {
+  await withTempDir(async (dir) => {
+    const [a, b] = await files(dir, (s) => (s >= 6 ? loss(s) : undefined));
+    const r = await capture([a, b, "--json"]);
+    assert.equal(r.code, 0, r.out);
+    const json = JSON.parse(r.out);
+    assert.deepEqual(
+      json.comparisons.map((
+        c: { first_step: number; last_step: number },
+      ) => [c.first_step, c.last_step]),
+      [[6, 10], [6, 10]],
+    );
+    // A step missing inside the span still fails; --from widens the window on purpose.
+    const [, gap] = await files(dir, (s) => (s >= 6 && s !== 8 ? loss(s) : undefined));
+    const missing = await capture([a, gap, "--lane", "exact", "--json"]);
+    assert.equal(missing.code, 1);
+    assert.equal(JSON.parse(missing.out).comparisons[0].first_divergent_step, 8);
+    const widened = await capture([a, b, "--lane", "exact", "--from", "1", "--json"]);
+    assert.equal(JSON.parse(widened.out).comparisons[0].first_divergent_step, 1);
+  });
+});
