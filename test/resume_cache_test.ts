@@ -210,6 +210,53 @@ Deno.test("cache: SIGINT during a phase, then the re-run reuses what finished", 
   }
 });
 
+Deno.test("cache: after the harness itself is SIGKILLed, the next run reaps its orphans and resumes", async () => {
+  const dir = await Deno.makeTempDir();
+  const marker = uniqueMarker("harness9");
+  try {
+    const slow = join(dir, "slow");
+    await Deno.writeTextFile(slow, "");
+    const file = await writeExperiment(
+      dir,
+      "exp.yaml",
+      experiment(marker, { SLOW_FLAG: slow, SLOW_PHASE: "split" }),
+    );
+    const results = join(dir, "results");
+    const harness = startHarness(file, results);
+    await waitFor(
+      async () => (await phaseLog(results, "split")).includes("slow on purpose"),
+      "split to start",
+    );
+    harness.kill("SIGKILL");
+    await harness.status;
+    await harness.stderr.cancel();
+    // Nothing could stop the trainer: its process group outlived the harness.
+    assert.ok((await findProcesses(marker)).length > 0, "the orphaned trainer is still running");
+
+    await Deno.remove(slow);
+    const rerun = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(rerun.code, 0, rerun.stderr);
+    assert.deepEqual(await waitForNoProcesses(marker, 3000), [], "the orphan was reaped");
+    assert.match(rerun.stderr, /took over the lock of PID \d+/);
+    const summary = await latestSummary(results, "resumable");
+    assert.equal(summary.phases.find((p) => p.name === "baseline")!.cached, true);
+    assert.equal(summary.phases.find((p) => p.name === "split")!.cached, false);
+    // Two runs may share a second, so find the killed one by elimination, not by sorting.
+    const killedRun = (await Array.fromAsync(Deno.readDir(join(results, "resumable"))))
+      .map((e) => e.name).find((n) => /^\d{8}T/.test(n) && n !== summary.run_id)!;
+    const moved = await Array.fromAsync(
+      Deno.readDir(join(results, "resumable", killedRun, "phases")),
+    );
+    assert.ok(
+      moved.some((e) => e.name === "split.incomplete"),
+      "the half-done split was moved aside",
+    );
+  } finally {
+    for (const p of await findProcesses(marker)) Deno.kill(p.pid, "SIGKILL");
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("cache: a second run on the same folder is refused, or waits with --wait", async () => {
   const dir = await Deno.makeTempDir();
   const marker = uniqueMarker("lock");

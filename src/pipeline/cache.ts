@@ -9,7 +9,7 @@
  */
 
 import { join, relative, resolve } from "node:path";
-import { isSecretName } from "../process/mod.ts";
+import { isSecretName, reapGroup } from "../process/mod.ts";
 import { PROJECT_DIR } from "./commands.ts";
 import { sha256Hex } from "./manifest.ts";
 import { canonicalJson, type PhaseNode } from "./phases.ts";
@@ -238,10 +238,15 @@ export async function findCachedPhase(
   return undefined;
 }
 
+/** File in a phase folder naming the pid (and process group) of its running child. */
+export const CHILD_PID_FILE = "child.pid";
+
 /**
- * Moves aside phase folders of earlier runs that have no completion marker (a crash or kill
- * left them half-written): `phases/<name>` becomes `phases/<name>.incomplete`, kept for
- * diagnosis and never reused. Call only while holding the experiment's lock.
+ * Cleans up after a harness that died mid-phase (killed, crashed, rebooted): phase folders of
+ * earlier runs without a completion marker have their child's process group reaped if it still
+ * runs (identified by its `PARITY_RUN_DIR`), and are moved aside as `phases/<name>.incomplete`,
+ * kept for diagnosis and never reused. Returns one note per action. Call only while holding the
+ * experiment's lock, so no live run's phase is touched.
  */
 export async function quarantineIncomplete(
   experimentDir: string,
@@ -261,10 +266,20 @@ export async function quarantineIncomplete(
       if (!e.isDirectory || e.name.includes(".incomplete")) continue;
       const dir = join(phasesDir, e.name);
       if (await pathExists(join(dir, "phase.json"))) continue;
+      const pid = Number(
+        (await Deno.readTextFile(join(dir, CHILD_PID_FILE)).catch(() => "")).trim(),
+      );
+      if (Number.isInteger(pid) && pid > 1 && (await reapGroup(pid, "PARITY_RUN_DIR", dir))) {
+        moved.push(
+          `killed process group ${pid} left running by a harness that died (${
+            relative(experimentDir, dir)
+          })`,
+        );
+      }
       const target = `${dir}.incomplete`;
       if (await pathExists(target)) continue;
       await Deno.rename(dir, target);
-      moved.push(relative(experimentDir, target));
+      moved.push(`moved aside an incomplete phase folder: ${relative(experimentDir, target)}`);
     }
   }
   return moved;

@@ -6,14 +6,17 @@
  * @module
  */
 
-import { dirname, join, relative, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep as SEP } from "node:path";
 
 /** Folder-safe form of an experiment name (matrix suffixes may hold `/` from values). */
 export function experimentFolderName(name: string): string {
   return name.replaceAll("/", "_").replaceAll("\0", "");
 }
 
-/** A sortable run id: UTC time to the second plus a short hash (`20261129T101500Z-3fa9c2`). */
+/**
+ * A sortable run id: UTC time to the second, then the milliseconds and a short hash
+ * (`20261129T101500Z-123a9f`), so two runs in the same second still sort by start time.
+ */
 export function newRunId(now: Date, salt: string): string {
   const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
   let h = 0x811c9dc5;
@@ -22,13 +25,14 @@ export function newRunId(now: Date, salt: string): string {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193) >>> 0;
   }
-  return `${stamp}-${h.toString(16).padStart(8, "0").slice(0, 6)}`;
+  const ms = String(now.getUTCMilliseconds()).padStart(3, "0");
+  return `${stamp}-${ms}${h.toString(16).padStart(8, "0").slice(0, 3)}`;
 }
 
-/** Throws unless `path` lies inside `root` (guards every write of a run). */
+/** Throws unless `path` lies strictly inside `root` (guards every write of a run). */
 export function assertInside(root: string, path: string): void {
   const rel = relative(resolve(root), resolve(path));
-  if (rel.startsWith("..") || resolve(rel) === rel) {
+  if (rel === "" || rel === ".." || rel.startsWith(`..${SEP}`) || isAbsolute(rel)) {
     throw new Error(`refusing to write outside the results folder: ${path}`);
   }
 }

@@ -14,6 +14,7 @@ import { interruption, runChild } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import {
   type CacheHit,
+  CHILD_PID_FILE,
   codeInputsDigest,
   codeInputsOf,
   findCachedPhase,
@@ -162,9 +163,7 @@ async function runLocked(
   const runDir = join(experimentDir, runId);
   assertInside(options.resultsDir, runDir);
   await Deno.mkdir(join(runDir, "phases"), { recursive: true });
-  for (const moved of await quarantineIncomplete(experimentDir, runDir)) {
-    options.progress.note(`moved aside an incomplete phase folder: ${moved}`);
-  }
+  for (const note of await quarantineIncomplete(experimentDir, runDir)) options.progress.note(note);
   await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), resolvedYaml);
 
   const hashes: Record<string, string> = {
@@ -585,6 +584,8 @@ async function runPhase(state: PhaseState, ctx: RunContext, cacheOnly: boolean):
       timeoutMs: cmd.timeoutS * 1000,
       stdoutPath: join(paths.dir, "stdout.log"),
       stderrPath: join(paths.dir, "stderr.log"),
+      // Lets a later run reap this group if the harness dies without stopping it.
+      onSpawn: (pid) => Deno.writeTextFileSync(join(paths.dir, CHILD_PID_FILE), `${pid}\n`),
     });
     await follow.stop();
     const status = result.status === "ok"

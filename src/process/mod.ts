@@ -73,3 +73,4 @@ export {
   uniqueMarker,
   waitForNoProcesses,
 } from "./proc_table.ts";
+export { groupMembers, reapGroup } from "./reap.ts";

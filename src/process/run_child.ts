@@ -43,6 +43,11 @@ export interface ChildSpec {
   onLine?: (stream: OutputStream, line: string) => void;
   /** Aborting it stops the child like an interruption (TERM, then KILL after the grace period). */
   signal?: AbortSignal;
+  /**
+   * Called once right after the spawn with the child's pid (also its process group id), e.g. to
+   * record it so a later harness can reap the group if this one dies without cleaning up.
+   */
+  onSpawn?: (pid: number) => void;
 }
 
 /** How a child ended. */
@@ -170,6 +175,11 @@ async function supervise(
   }
 
   const pid = child.pid;
+  try {
+    spec.onSpawn?.(pid);
+  } catch {
+    // Recording the pid is best effort; supervision goes on regardless.
+  }
   const stop = new GroupStopper(pid);
   const unregister = registerLiveChild({
     pid,
