@@ -50,6 +50,11 @@ export interface PhaseRecord extends PhaseSummary {
 
 /** A reusable earlier phase. */
 export interface CacheHit {
+  /**
+   * The phase completed, but the checkpoint, universal folder or plan it produced is gone
+   * (pruned by `gc` or `keep_checkpoints`): reusable only when nothing has to read it.
+   */
+  artifactsMissing?: boolean;
   /** The run folder that produced the artifacts. */
   runDir: string;
   /** Its phase folder. */
@@ -206,9 +211,14 @@ async function artifactsPresent(record: PhaseRecord): Promise<boolean> {
   return await pathExists(o.metrics);
 }
 
+/** Roles whose checkpoints `gc` and `keep_checkpoints` may delete while other phases are cached. */
+const PRUNABLE = new Set(["split", "convert"]);
+
 /**
- * Finds the newest earlier completed phase with the same key among the experiment's runs.
- * A phase folder without its completion marker (phase.json written last) never matches.
+ * Finds the newest earlier completed phase with the same key among the experiment's runs,
+ * preferring one whose artifacts are all there; a split or convert whose checkpoint was pruned
+ * comes back marked `artifactsMissing` when no complete one exists. A phase folder without its
+ * completion marker (phase.json, written last) never matches.
  */
 export async function findCachedPhase(
   experimentDir: string,
@@ -217,6 +227,7 @@ export async function findCachedPhase(
   currentRunDir: string,
 ): Promise<CacheHit | undefined> {
   const runs = (await listRuns(experimentDir)).reverse();
+  let pruned: CacheHit | undefined;
   for (const runDir of runs) {
     if (resolve(runDir) === resolve(currentRunDir)) continue;
     const phaseDir = join(runDir, "phases", phase);
@@ -227,15 +238,16 @@ export async function findCachedPhase(
       continue; // unreadable marker: not complete
     }
     if (!record || record.status !== "ok" || record.cache_key !== key) continue;
-    if (!(await artifactsPresent(record))) continue;
     const source = record.source_run ?? runDir;
-    return {
+    const hit: CacheHit = {
       runDir: source,
       phaseDir: record.source_run ? join(source, "phases", phase) : phaseDir,
       record,
     };
+    if (await artifactsPresent(record)) return hit;
+    if (!pruned && PRUNABLE.has(record.role)) pruned = { ...hit, artifactsMissing: true };
   }
-  return undefined;
+  return pruned;
 }
 
 /** File in a phase folder naming the pid (and process group) of its running child. */

@@ -184,6 +184,8 @@ async function runLocked(
   );
   const context: RunContext = {
     exp,
+    nodes,
+    selected,
     states,
     runDir,
     experimentDir,
@@ -192,6 +194,7 @@ async function runLocked(
     manifestPath,
     codeDigests: new Map(),
   };
+  await computeKeys(context);
   const progress = options.progress;
   progress.runStart(exp.name, runDir, nodes.filter((n) => selected.has(n.name)).length);
 
@@ -437,6 +440,10 @@ async function missingArtifact(
 /** Everything a phase needs to know about its run. */
 interface RunContext {
   exp: Experiment;
+  /** The phase graph, in execution order. */
+  nodes: PhaseNode[];
+  /** Phases selected to run (all without --only). */
+  selected: Set<string>;
   states: Map<string, PhaseState>;
   runDir: string;
   experimentDir: string;
@@ -461,6 +468,47 @@ function forcedPhases(nodes: PhaseNode[], force: boolean | string[]): Set<string
     for (const d of dependentsOf(nodes, name)) out.add(d);
   }
   return out;
+}
+
+/**
+ * Computes every phase's cache key before anything runs. Keys never depend on where artifacts
+ * are (paths are abstracted), so the planned layout of this run folder gives the same keys as
+ * the real one, and consumers' keys are known before their producers run.
+ */
+async function computeKeys(ctx: RunContext): Promise<void> {
+  for (const node of ctx.nodes) {
+    const state = ctx.states.get(node.name)!;
+    state.paths = await phasePaths(ctx.exp, node, ctx.states, ctx.runDir);
+    const cmd = phaseCommand(
+      ctx.exp,
+      node,
+      state.paths,
+      ctx.options.baseDir,
+      ctx.options.harnessEnv,
+    );
+    state.key = await computeKey(state, ctx, cmd);
+  }
+  for (const state of ctx.states.values()) state.paths = undefined;
+}
+
+/**
+ * Whether every phase consuming `name` will be reused without reading its output: each is
+ * cached (and, if itself a producer with pruned artifacts, covered in turn), or is outside an
+ * `--only` selection. A forced consumer needs the output.
+ */
+async function consumersCovered(name: string, ctx: RunContext): Promise<boolean> {
+  for (const consumer of ctx.nodes.filter((n) => n.consumes.includes(name))) {
+    const state = ctx.states.get(consumer.name)!;
+    const selected = ctx.selected.has(consumer.name);
+    if (state.forced && selected) return false;
+    const hit = await findCachedPhase(ctx.experimentDir, consumer.name, state.key!, ctx.runDir);
+    if (!hit) {
+      if (selected) return false;
+      continue;
+    }
+    if (hit.artifactsMissing && !(await consumersCovered(consumer.name, ctx))) return false;
+  }
+  return true;
 }
 
 async function computeKey(state: PhaseState, ctx: RunContext, cmd: PhaseCommand): Promise<string> {
@@ -535,7 +583,15 @@ async function reusePhase(
     reused_wall_s: hit.record.wall_s,
     outputs: { ...o, dir: hit.phaseDir },
   });
-  ctx.options.progress.phaseEnd(node.name, status, 0, message ?? `cached from ${hit.runDir}`);
+  ctx.options.progress.phaseEnd(
+    node.name,
+    status,
+    0,
+    message ??
+      `cached from ${hit.runDir}${
+        hit.artifactsMissing ? " (its pruned output is not needed)" : ""
+      }`,
+  );
 }
 
 async function runPhase(state: PhaseState, ctx: RunContext, cacheOnly: boolean): Promise<void> {
@@ -543,11 +599,13 @@ async function runPhase(state: PhaseState, ctx: RunContext, cacheOnly: boolean):
   const node = state.node;
   const paths = await phasePaths(exp, node, states, runDir);
   const cmd = phaseCommand(exp, node, paths, options.baseDir, options.harnessEnv);
-  const key = await computeKey(state, ctx, cmd);
-  state.key = key;
+  const key = state.key!;
   if (!state.forced || cacheOnly) {
     const hit = await findCachedPhase(ctx.experimentDir, node.name, key, runDir);
-    if (hit) return await reusePhase(state, ctx, hit, key);
+    // A producer whose checkpoint was pruned is reused only when no phase will read it.
+    if (hit && (!hit.artifactsMissing || (await consumersCovered(node.name, ctx)))) {
+      return await reusePhase(state, ctx, hit, key);
+    }
   }
   if (cacheOnly) {
     state.summary = {
