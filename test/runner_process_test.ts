@@ -183,3 +183,35 @@ Deno.test("run: --only runs a phase with what it consumes; an unknown phase is a
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("run: parallel: 2 runs independent phases at the same time", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const exp = {
+      ...commandExperiment("par", denoCommand("echo_trainer.ts"), { env: { SLEEP_MS: "1000" } }),
+      parallel: 2,
+    };
+    const file = await writeExperiment(dir, "par.yaml", exp);
+    const results = join(dir, "results");
+    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(run.code, 0, run.stderr);
+    const summary = await latestSummary(results, "par");
+    const runDir = join(results, "par", summary.run_id);
+    const times = async (phase: string) => {
+      const p = JSON.parse(await Deno.readTextFile(join(runDir, "phases", phase, "phase.json")));
+      return [Date.parse(p.started_at), Date.parse(p.finished_at)];
+    };
+    const [baselineStart, baselineEnd] = await times("baseline");
+    const [splitStart] = await times("split");
+    const [resumeStart] = await times("resume-native");
+    assert.ok(
+      splitStart < baselineEnd && baselineStart < splitStart + 1000,
+      "baseline and split overlap",
+    );
+    const [, splitEnd] = await times("split");
+    assert.ok(resumeStart >= splitEnd, "the resume waits for the split it consumes");
+    assert.ok(summary.wall_s < summary.children_wall_s, "parallel phases overlap in wall time");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

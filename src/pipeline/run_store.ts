@@ -37,10 +37,16 @@ export function assertInside(root: string, path: string): void {
   }
 }
 
-/** Writes text atomically: a sibling temporary file renamed over the target. */
+let tmpSeq = 0;
+
+/**
+ * Writes text atomically: a sibling temporary file renamed over the target. Each write has its
+ * own temporary name, so concurrent writes of one file (parallel phases updating the manifest)
+ * never rename each other's half-written file.
+ */
 export async function writeTextAtomic(path: string, text: string): Promise<void> {
   await Deno.mkdir(dirname(path), { recursive: true });
-  const tmp = `${path}.${Deno.pid}.tmp`;
+  const tmp = `${path}.${Deno.pid}.${++tmpSeq}.tmp`;
   await Deno.writeTextFile(tmp, text);
   await Deno.rename(tmp, path);
 }
