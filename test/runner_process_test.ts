@@ -7,7 +7,15 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { findProcesses, uniqueMarker, waitForNoProcesses } from "../src/process/mod.ts";
-import { CLI, denoCommand, latestSummary, PROJECT, runCli, writeExperiment } from "./_harness.ts";
+import {
+  CLI,
+  denoCommand,
+  fixtureTrainer,
+  latestSummary,
+  PROJECT,
+  runCli,
+  writeExperiment,
+} from "./_harness.ts";
 
 function commandExperiment(name: string, command: string[], extra: Record<string, unknown> = {}) {
   return {
@@ -24,7 +32,9 @@ Deno.test("run: a trainer that exits 1 is a failed phase, exit 3, log tail in th
     const file = await writeExperiment(
       dir,
       "crash.yaml",
-      commandExperiment("crash", denoCommand("fail_trainer.ts")),
+      commandExperiment("crash", denoCommand("fail_trainer.ts"), {
+        env: { HF_API_TOKEN: "hunter2-secret", WANDB_MODE: "offline" },
+      }),
     );
     const results = join(dir, "results");
     const run = await runCli(["run", file, "--results", results, "--quiet"]);
@@ -41,6 +51,14 @@ Deno.test("run: a trainer that exits 1 is a failed phase, exit 3, log tail in th
     );
     const report = await Deno.readTextFile(join(results, "crash", "latest", "report.md"));
     assert.match(report, /boom: CUDA out of memory/);
+    // The manifest records every child's argv and environment, secrets redacted.
+    const manifestText = await Deno.readTextFile(join(results, "crash", "latest", "manifest.json"));
+    assert.ok(!manifestText.includes("hunter2-secret"), "no secret value in the manifest");
+    const manifest = JSON.parse(manifestText);
+    assert.equal(manifest.children[0].env.HF_API_TOKEN, "<redacted>");
+    assert.equal(manifest.children[0].env.WANDB_MODE, "offline");
+    assert.equal(manifest.children[0].env.PARITY_PHASE, "baseline");
+    assert.ok(manifest.children[0].argv.includes(fixtureTrainer("fail_trainer.ts")));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
