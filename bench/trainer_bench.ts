@@ -8,24 +8,10 @@
  * @module
  */
 
+import { QUICKSTART as REFERENCE_QUICKSTART } from "../src/reference/_testing.ts";
+
 const CLI = new URL("../src/reference/cli.ts", import.meta.url).pathname;
-const QUICKSTART = [
-  "--world-size",
-  "4",
-  "--ep-size",
-  "2",
-  "--placement",
-  "[[0,1,2],[2,3]]",
-  "--zero-stage",
-  "2",
-  "--precision",
-  "bf16",
-  "--grad-accum",
-  "2",
-  "--steps",
-  "40",
-  "--quiet",
-];
+const QUICKSTART = [...REFERENCE_QUICKSTART, "--steps", "40"];
 const dir = Deno.makeTempDirSync({ prefix: "trainer_bench_" });
 globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
 

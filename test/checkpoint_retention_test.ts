@@ -6,6 +6,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { pathExists } from "../src/pipeline/run_store.ts";
 import type { RunSummary } from "../src/pipeline/summary.ts";
 import { latestSummary, runCli, writeExperiment } from "./_harness.ts";
 
@@ -19,15 +20,6 @@ const tiny = (keep: string) => ({
 
 const cached = (s: RunSummary) => Object.fromEntries(s.phases.map((p) => [p.name, p.cached]));
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 Deno.test("keep_checkpoints: none prunes, re-runs reuse everything, a forced resume brings the split back", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -38,11 +30,11 @@ Deno.test("keep_checkpoints: none prunes, re-runs reuse everything, a forced res
     const s1 = await latestSummary(results, "retention");
     const run1 = join(results, "retention", s1.run_id);
     assert.equal(
-      await exists(join(run1, "phases/split/checkpoints")),
+      await pathExists(join(run1, "phases/split/checkpoints")),
       false,
       "split checkpoint pruned",
     );
-    assert.equal(await exists(join(run1, "phases/convert/global_step4_universal")), false);
+    assert.equal(await pathExists(join(run1, "phases/convert/global_step4_universal")), false);
     const split = JSON.parse(await Deno.readTextFile(join(run1, "phases/split/phase.json")));
     assert.equal(split.artifacts_pruned, true);
 
@@ -94,14 +86,18 @@ Deno.test("parity gc deletes the checkpoints no cached phase needs, --dry-run on
     const dry = await runCli(["gc", results, "--dry-run"]);
     assert.equal(dry.code, 0, dry.stderr);
     assert.match(dry.stdout + dry.stderr, new RegExp(`${old}.*split`));
-    assert.equal(await exists(oldCheckpoints), true, "--dry-run deletes nothing");
+    assert.equal(await pathExists(oldCheckpoints), true, "--dry-run deletes nothing");
 
     const gc = await runCli(["gc", results]);
     assert.equal(gc.code, 0, gc.stderr);
-    assert.equal(await exists(oldCheckpoints), false, "the superseded run's checkpoint is gone");
+    assert.equal(
+      await pathExists(oldCheckpoints),
+      false,
+      "the superseded run's checkpoint is gone",
+    );
     const latest = (await latestSummary(results, "retention")).run_id;
     assert.equal(
-      await exists(join(results, "retention", latest, "phases/split/checkpoints")),
+      await pathExists(join(results, "retention", latest, "phases/split/checkpoints")),
       true,
     );
   } finally {

@@ -5,6 +5,7 @@
 
 import assert from "node:assert/strict";
 import { basename, join } from "node:path";
+import { pathExists } from "../src/pipeline/run_store.ts";
 import { main } from "../src/cli.ts";
 import { PROJECT, runCli, writeExperiment } from "./_harness.ts";
 
@@ -16,15 +17,6 @@ async function badFiles(): Promise<string[]> {
     if (e.isFile && /\.(ya?ml|json)$/.test(e.name)) files.push(join(BAD_DIR, e.name));
   }
   return files.sort();
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 Deno.test("run: at least 20 malformed experiment files exist to prove validation", async () => {
@@ -49,8 +41,8 @@ Deno.test("run: every malformed file exits 2 and no process is launched", async 
     for (const file of bad) {
       assert.ok(run.stderr.includes(basename(file)), `an error names ${basename(file)}`);
     }
-    assert.equal(await exists(marker), false, "the valid experiment's trainer never ran");
-    assert.equal(await exists(results), false, "no results folder was created");
+    assert.equal(await pathExists(marker), false, "the valid experiment's trainer never ran");
+    assert.equal(await pathExists(results), false, "no results folder was created");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -72,7 +64,7 @@ Deno.test("run: each malformed file alone exits 2 with a message naming a path",
         `${basename(file)}: message starts with the file name: ${text}`,
       );
     }
-    assert.equal(await exists(join(dir, "results")), false);
+    assert.equal(await pathExists(join(dir, "results")), false);
   } finally {
     console.error = original;
     await Deno.remove(dir, { recursive: true });

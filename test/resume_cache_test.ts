@@ -56,24 +56,42 @@ function startHarness(file: string, results: string, extra: string[] = []) {
   }).spawn();
 }
 
+/** A harness run whose `phase` hangs while the `slow` flag file exists. */
+interface SlowRun {
+  /** The experiment file. */
+  file: string;
+  /** The results folder. */
+  results: string;
+  /** The flag file; delete it so the phase stops hanging next time. */
+  slow: string;
+  /** The harness process (stderr piped). */
+  harness: Deno.ChildProcess;
+}
+
+/** Starts the harness on an experiment whose `phase` hangs, and waits until it does. */
+async function startSlowRun(dir: string, marker: string, phase: string): Promise<SlowRun> {
+  const slow = join(dir, "slow");
+  await Deno.writeTextFile(slow, "");
+  const file = await writeExperiment(
+    dir,
+    "exp.yaml",
+    experiment(marker, { SLOW_FLAG: slow, SLOW_PHASE: phase }),
+  );
+  const results = join(dir, "results");
+  const harness = startHarness(file, results);
+  await waitFor(
+    async () => (await phaseLog(results, phase)).includes("slow on purpose"),
+    `${phase} to hang`,
+  );
+  return { file, results, slow, harness };
+}
+
 Deno.test("cache: kill -9 of a trainer mid-phase, then a re-run reuses every completed phase", async () => {
   const dir = await Deno.makeTempDir();
   const marker = uniqueMarker("kill9");
   try {
-    const slow = join(dir, "slow");
-    await Deno.writeTextFile(slow, "");
-    const file = await writeExperiment(
-      dir,
-      "exp.yaml",
-      experiment(marker, { SLOW_FLAG: slow, SLOW_PHASE: "resume-again" }),
-    );
-    const results = join(dir, "results");
-    const harness = startHarness(file, results);
-    // The slow phase is the last one: once it says so, every other phase has completed.
-    await waitFor(
-      async () => (await phaseLog(results, "resume-again")).includes("slow on purpose"),
-      "the slow phase to start",
-    );
+    // Every phase before the hanging one has completed by the time it hangs.
+    const { file, results, slow, harness } = await startSlowRun(dir, marker, "resume-again");
     for (const v of await findProcesses(marker)) Deno.kill(v.pid, "SIGKILL");
     const status = await harness.status;
     await harness.stderr.cancel();
@@ -175,19 +193,8 @@ Deno.test("cache: SIGINT during a phase, then the re-run reuses what finished", 
   const dir = await Deno.makeTempDir();
   const marker = uniqueMarker("sigint");
   try {
-    const slow = join(dir, "slow");
-    await Deno.writeTextFile(slow, "");
-    const file = await writeExperiment(
-      dir,
-      "exp.yaml",
-      experiment(marker, { SLOW_FLAG: slow, SLOW_PHASE: "split" }),
-    );
-    const results = join(dir, "results");
-    const harness = startHarness(file, results);
-    await waitFor(
-      async () => (await phaseLog(results, "split")).includes("slow on purpose"),
-      "split to start",
-    );
+    // Every phase before the hanging one has completed by the time it hangs.
+    const { file, results, slow, harness } = await startSlowRun(dir, marker, "split");
     harness.kill("SIGINT");
     const status = await harness.status;
     await harness.stderr.cancel();
@@ -214,19 +221,8 @@ Deno.test("cache: after the harness itself is SIGKILLed, the next run reaps its 
   const dir = await Deno.makeTempDir();
   const marker = uniqueMarker("harness9");
   try {
-    const slow = join(dir, "slow");
-    await Deno.writeTextFile(slow, "");
-    const file = await writeExperiment(
-      dir,
-      "exp.yaml",
-      experiment(marker, { SLOW_FLAG: slow, SLOW_PHASE: "split" }),
-    );
-    const results = join(dir, "results");
-    const harness = startHarness(file, results);
-    await waitFor(
-      async () => (await phaseLog(results, "split")).includes("slow on purpose"),
-      "split to start",
-    );
+    // Every phase before the hanging one has completed by the time it hangs.
+    const { file, results, slow, harness } = await startSlowRun(dir, marker, "split");
     harness.kill("SIGKILL");
     await harness.status;
     await harness.stderr.cancel();
@@ -261,19 +257,7 @@ Deno.test("cache: a second run on the same folder is refused, or waits with --wa
   const dir = await Deno.makeTempDir();
   const marker = uniqueMarker("lock");
   try {
-    const slow = join(dir, "slow");
-    await Deno.writeTextFile(slow, "");
-    const file = await writeExperiment(
-      dir,
-      "exp.yaml",
-      experiment(marker, { SLOW_FLAG: slow, SLOW_PHASE: "baseline" }),
-    );
-    const results = join(dir, "results");
-    const holder = startHarness(file, results);
-    await waitFor(
-      async () => (await findProcesses(marker)).some((p) => !p.argv.includes(CLI)),
-      "the first run",
-    );
+    const { file, results, slow, harness: holder } = await startSlowRun(dir, marker, "baseline");
 
     const refused = await runCli(["run", file, "--results", results, "--quiet"]);
     assert.equal(refused.code, 3);
