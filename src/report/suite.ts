@@ -8,6 +8,7 @@
 import { relative } from "node:path";
 import { type RunSummary, VERDICT_RANK } from "../pipeline/summary.ts";
 import { escapeHtml, seconds, verdictLabel } from "./_format.ts";
+import { renderJunit } from "./junit.ts";
 import { REPORT_CSS } from "./html.ts";
 import { mdText } from "./markdown.ts";
 
@@ -121,12 +122,13 @@ ${body}
 }
 
 /**
- * Writes `<resultsDir>/suite-<time>/index.md` and `index.html`.
+ * Writes `<resultsDir>/suite-<time>/index.md`, `index.html` and `junit.xml` (one testsuite per
+ * experiment).
  *
  * @param resultsDir The results folder.
  * @param entries One entry per experiment run.
  * @param now Suite time (defaults to now); a same-second suite gets a `-2`, `-3` suffix.
- * @returns The path of `index.md` (its folder also holds `index.html`).
+ * @returns The path of `index.md` (its folder also holds `index.html` and `junit.xml`).
  */
 export async function writeSuiteIndex(
   resultsDir: string,
@@ -147,5 +149,10 @@ export async function writeSuiteIndex(
   }
   await Deno.writeTextFile(`${dir}/index.md`, suiteMarkdown(dir, entries, time));
   await Deno.writeTextFile(`${dir}/index.html`, suiteHtml(dir, entries, time));
+  // One JUnit file for the whole suite, so a CI dashboard reads every experiment at once.
+  await Deno.writeTextFile(
+    `${dir}/junit.xml`,
+    renderJunit(entries.map((e) => ({ summary: e.summary })), `parity suite ${time}`),
+  );
   return `${dir}/index.md`;
 }

@@ -43,6 +43,12 @@ Deno.test("writeSuiteIndex() lists experiments worst verdict first with links to
       "ERROR",
       "PASS",
     ]);
+    const junit = await Deno.readTextFile(`${tmp}/suite-20261129T023000Z/junit.xml`);
+    assert.deepEqual(
+      [...junit.matchAll(/<testsuite name="([^"]+)"/g)].map((m) => m[1]).sort(),
+      ["aaa-pass", "mmm-error", "zzz-fail"],
+      "the suite's junit.xml holds one testsuite per experiment",
+    );
     // A second suite in the same second gets its own folder.
     const again = await writeSuiteIndex(tmp, [], when);
     assert.equal(again, `${tmp}/suite-20261129T023000Z-2/index.md`);
