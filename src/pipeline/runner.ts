@@ -32,6 +32,7 @@ import {
   sha256Hex,
 } from "./manifest.ts";
 import { buildPhaseGraph, dependentsOf, type PhaseNode } from "./phases.ts";
+import { checkpointMarker, missingArtifact, phasePaths, targetDocument } from "./artifacts.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { acquireRunLock } from "./lock.ts";
 import { checkPlanFile } from "./plan_check.ts";
@@ -42,7 +43,6 @@ import {
   experimentFolderName,
   latestRunDir,
   newRunId,
-  pathExists,
   updateLatest,
   writeJsonAtomic,
   writeTextAtomic,
@@ -99,15 +99,6 @@ interface PhaseState {
   plan?: PlanSyncSummary;
 }
 
-/** The checkpoint tag folder the split wrote: `<dir>/<latest>` or `<dir>/global_step<N>`. */
-export async function splitTagFolder(checkpointDir: string, saveAt: number): Promise<string> {
-  try {
-    const tag = (await Deno.readTextFile(join(checkpointDir, "latest"))).trim();
-    if (tag && !tag.includes("/") && tag !== "..") return join(checkpointDir, tag);
-  } catch { /* fall back to the DeepSpeed default tag */ }
-  return join(checkpointDir, `global_step${saveAt}`);
-}
-
 function selectPhases(nodes: PhaseNode[], only: string[]): Set<string> {
   if (only.length === 0) return new Set(nodes.map((n) => n.name));
   const byName = new Map(nodes.map((n) => [n.name, n]));
@@ -123,12 +114,6 @@ function selectPhases(nodes: PhaseNode[], only: string[]): Set<string> {
   };
   only.forEach(visit);
   return keep;
-}
-
-/** Target topology document handed to a planner (`${target}`). */
-function targetDocument(node: PhaseNode): Record<string, unknown> {
-  const { fault: _fault, ...rest } = node.args;
-  return rest;
 }
 
 /** Runs one experiment to completion (or interruption) and writes its results folder. */
@@ -370,73 +355,6 @@ function phaseVarsOf(exp: Experiment, s: PhaseState, options: RunOptions): Recor
   return phaseCommand(exp, s.node, s.paths!, options.baseDir, options.harnessEnv).vars;
 }
 
-async function phasePaths(
-  exp: Experiment,
-  node: PhaseNode,
-  states: Map<string, PhaseState>,
-  runDir: string,
-): Promise<PhasePaths> {
-  const dir = join(runDir, "phases", node.name);
-  const paths: PhasePaths = { dir, metricsFile: join(dir, "metrics.jsonl") };
-  const split = states.get("split")?.paths;
-  const tag = split?.checkpointDir
-    ? await splitTagFolder(split.checkpointDir, exp.schedule.save_at)
-    : undefined;
-  if (node.role === "split") paths.checkpointDir = join(dir, "checkpoints");
-  if (node.role === "convert") {
-    paths.native = tag;
-    paths.universal = join(dir, `global_step${exp.schedule.save_at}_universal`);
-  }
-  if (node.role === "plan") {
-    paths.native = tag;
-    paths.target = join(dir, "target.json");
-    paths.planOut = join(dir, "plan.json");
-  }
-  if (node.role === "resume") {
-    if (node.resumeKind === "universal") {
-      const convert = states.get("convert")?.paths;
-      paths.resumeFrom = convert?.universal;
-      paths.checkpointDir = convert?.dir;
-    } else {
-      paths.resumeFrom = tag;
-      paths.checkpointDir = split?.checkpointDir;
-      if (node.resumeKind === "plan") {
-        paths.plan = states.get(`plan-${node.policy}`)?.paths?.planOut;
-      }
-    }
-  }
-  return paths;
-}
-
-/** The file that proves a split's save completed (the reference trainer writes its own). */
-export function checkpointMarker(node: PhaseNode): string | undefined {
-  return node.entry.checkpoint_marker ??
-    (node.entry.preset === "reference" ? "checkpoint_complete.json" : undefined);
-}
-
-/** Checks the artifact a phase must leave behind; returns a message when it is missing. */
-async function missingArtifact(
-  node: PhaseNode,
-  paths: PhasePaths,
-  saveAt: number,
-): Promise<string | null> {
-  if (node.role === "split") {
-    const tag = await splitTagFolder(paths.checkpointDir!, saveAt);
-    if (!(await pathExists(tag))) return `missing artifact: checkpoint ${tag} was not written`;
-    const marker = checkpointMarker(node);
-    if (marker && !(await pathExists(join(tag, marker)))) {
-      return `incomplete checkpoint: ${tag} has no completion marker ${marker}`;
-    }
-  }
-  if (node.role === "convert" && !(await pathExists(paths.universal!))) {
-    return `missing artifact: universal checkpoint ${paths.universal} was not written`;
-  }
-  if (node.role === "plan" && !(await pathExists(paths.planOut!))) {
-    return `missing artifact: plan ${paths.planOut} was not written`;
-  }
-  return null;
-}
-
 /** Everything a phase needs to know about its run. */
 interface RunContext {
   exp: Experiment;
@@ -478,7 +396,12 @@ function forcedPhases(nodes: PhaseNode[], force: boolean | string[]): Set<string
 async function computeKeys(ctx: RunContext): Promise<void> {
   for (const node of ctx.nodes) {
     const state = ctx.states.get(node.name)!;
-    state.paths = await phasePaths(ctx.exp, node, ctx.states, ctx.runDir);
+    state.paths = await phasePaths(
+      ctx.exp,
+      node,
+      (name) => ctx.states.get(name)?.paths,
+      ctx.runDir,
+    );
     const cmd = phaseCommand(
       ctx.exp,
       node,
@@ -597,7 +520,7 @@ async function reusePhase(
 async function runPhase(state: PhaseState, ctx: RunContext, cacheOnly: boolean): Promise<void> {
   const { exp, states, runDir, options, manifest, manifestPath } = ctx;
   const node = state.node;
-  const paths = await phasePaths(exp, node, states, runDir);
+  const paths = await phasePaths(exp, node, (name) => states.get(name)?.paths, runDir);
   const cmd = phaseCommand(exp, node, paths, options.baseDir, options.harnessEnv);
   const key = state.key!;
   if (!state.forced || cacheOnly) {
