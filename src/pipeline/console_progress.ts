@@ -50,7 +50,7 @@ export function consoleProgress(options: ConsoleProgressOptions = {}): Progress 
       reporter.note(text);
     },
     runEnd(experiment, verdict, wallS, runDir) {
-      reporter.note(`${verdict} ${experiment} in ${wallS.toFixed(1)}s: ${runDir}`);
+      reporter.note(`${verdict} ${experiment} in ${wallS.toFixed(1)}s: ${runDir}/report.md`);
       reporter.close();
     },
   };
