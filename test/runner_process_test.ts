@@ -233,3 +233,47 @@ Deno.test("run: parallel: 2 runs independent phases at the same time", async () 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("run: a plan from any planner is verified; a broken one fails the run and names the gap", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const placement = {
+      version: 1,
+      num_experts: 4,
+      ep_size: 2,
+      ranks: [{ rank: 0, experts: [0, 3] }, { rank: 1, experts: [1, 2, 3] }],
+    };
+    const file = await writeExperiment(dir, "plan.yaml", {
+      name: "broken-plan",
+      schedule: { steps: 8, save_at: 4 },
+      trainer: { preset: "reference", args: { world_size: 4, ep_size: 2 } },
+      planner: {
+        command: denoCommand(
+          "broken_planner.ts",
+          "${source_checkpoint}",
+          "${target}",
+          "${policy}",
+          "${plan_out}",
+        ),
+      },
+      plan_sync: { target: { world_size: 2, placement }, policies: ["first_holder"] },
+    });
+    const results = join(dir, "results");
+    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(run.code, 1, run.stderr);
+    const summary = await latestSummary(results, "broken-plan");
+    assert.equal(summary.verdict, "FAIL");
+    const plan = summary.plan_sync[0];
+    assert.equal(plan.verified, false);
+    assert.match(plan.error!, /^parameters\.[^ ]+/, "the verifier names the parameter at fault");
+    const phase = summary.phases.find((p) => p.name === "plan-first_holder")!;
+    assert.equal(phase.status, "failed");
+    assert.match(phase.message!, /plan rejected by the verifier/);
+    assert.equal(
+      summary.phases.find((p) => p.name === "resume-plan-first_holder")!.status,
+      "skipped",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
