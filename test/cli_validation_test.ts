@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { basename, join } from "node:path";
 import { pathExists } from "../src/pipeline/run_store.ts";
 import { main } from "../src/cli.ts";
+import { captureConsole } from "../src/_test_console.ts";
 import { PROJECT, runCli, writeExperiment } from "./_harness.ts";
 
 const BAD_DIR = join(PROJECT, "test/fixtures/bad_experiments");
@@ -50,23 +51,19 @@ Deno.test("run: every malformed file exits 2 and no process is launched", async 
 
 Deno.test("run: each malformed file alone exits 2 with a message naming a path", async () => {
   const dir = await Deno.makeTempDir();
-  const errors: string[] = [];
-  const original = console.error;
-  console.error = (...args: unknown[]) => errors.push(args.join(" "));
   try {
     for (const file of await badFiles()) {
-      errors.length = 0;
-      const code = await main(["run", file, "--results", join(dir, "results")]);
-      assert.equal(code, 2, `${basename(file)} exits 2`);
-      const text = errors.join("\n");
+      const run = await captureConsole(() =>
+        main(["run", file, "--results", join(dir, "results")])
+      );
+      assert.equal(run.value, 2, `${basename(file)} exits 2`);
       assert.ok(
-        text.startsWith(file),
-        `${basename(file)}: message starts with the file name: ${text}`,
+        run.err.startsWith(file),
+        `${basename(file)}: message starts with the file name: ${run.err}`,
       );
     }
     assert.equal(await pathExists(join(dir, "results")), false);
   } finally {
-    console.error = original;
     await Deno.remove(dir, { recursive: true });
   }
 });

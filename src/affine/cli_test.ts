@@ -1,21 +1,9 @@
 import { equal } from "node:assert/strict";
+import { captureConsole } from "../_test_console.ts";
 import { contiguousSplitMap } from "./map.ts";
 import { planTransfers } from "./plan.ts";
 import { buildPlanFile, writePlanFile } from "./plan_file.ts";
 import { verifyPlanCommand } from "./cli.ts";
-
-async function quietly<T>(f: () => Promise<T>): Promise<{ value: T; out: string }> {
-  const log = console.log, error = console.error;
-  let out = "";
-  console.log = (...a: unknown[]) => (out += a.join(" ") + "\n");
-  console.error = (...a: unknown[]) => (out += a.join(" ") + "\n");
-  try {
-    return { value: await f(), out };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
 
 Deno.test("verifyPlanCommand() exits 0 for a good plan, 1 for a bad one, 2 for bad usage", async () => {
   const dir = await Deno.makeTempDir();
@@ -32,22 +20,22 @@ Deno.test("verifyPlanCommand() exits 0 for a good plan, 1 for a bad one, 2 for b
     });
     const good = `${dir}/good.json`, bad = `${dir}/bad.json`;
     await writePlanFile(good, file);
-    const ok = await quietly(() => verifyPlanCommand([good, "--execute"]));
+    const ok = await captureConsole(() => verifyPlanCommand([good, "--execute"]));
     equal(ok.value, 0);
-    equal(ok.out.startsWith(`OK ${good} (executed`), true);
-    equal(/moved bytes\s+64 \(16 elements\)/.test(ok.out), true);
+    equal(ok.all.startsWith(`OK ${good} (executed`), true);
+    equal(/moved bytes\s+64 \(16 elements\)/.test(ok.all), true);
     file.parameters.w.segments.pop();
     await writePlanFile(bad, file);
-    const no = await quietly(() => verifyPlanCommand([bad]));
+    const no = await captureConsole(() => verifyPlanCommand([bad]));
     equal(no.value, 1);
-    equal(no.out.includes("REJECTED") && no.out.includes("written by no segment"), true);
-    const json = await quietly(() => verifyPlanCommand([bad, "--json"]));
+    equal(no.all.includes("REJECTED") && no.all.includes("written by no segment"), true);
+    const json = await captureConsole(() => verifyPlanCommand([bad, "--json"]));
     equal(JSON.parse(json.out).ok, false);
-    equal((await quietly(() => verifyPlanCommand([]))).value, 2);
-    equal((await quietly(() => verifyPlanCommand([good, "--fast"]))).value, 2);
-    equal((await quietly(() => verifyPlanCommand([`${dir}/missing.json`]))).value, 2);
+    equal((await captureConsole(() => verifyPlanCommand([]))).value, 2);
+    equal((await captureConsole(() => verifyPlanCommand([good, "--fast"]))).value, 2);
+    equal((await captureConsole(() => verifyPlanCommand([`${dir}/missing.json`]))).value, 2);
     await Deno.writeTextFile(bad, "not json");
-    equal((await quietly(() => verifyPlanCommand([bad]))).value, 2);
+    equal((await captureConsole(() => verifyPlanCommand([bad]))).value, 2);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

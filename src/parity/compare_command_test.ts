@@ -1,21 +1,12 @@
 import assert from "node:assert/strict";
+import { captureConsole } from "../_test_console.ts";
 import { jsonl, withTempDir } from "../metrics/_testing.ts";
 import { compareCommand } from "./compare_command.ts";
 
 /** Runs compareCommand capturing stdout and stderr. */
 async function capture(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const { log, error } = console;
-  console.log = (...xs: unknown[]) => out.push(xs.join(" "));
-  console.error = (...xs: unknown[]) => err.push(xs.join(" "));
-  try {
-    const code = await compareCommand(args);
-    return { code, out: out.join("\n"), err: err.join("\n") };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
+  const r = await captureConsole(() => compareCommand(args));
+  return { code: r.value, out: r.out, err: r.err };
 }
 
 const loss = (s: number) => 3 + Math.exp(-s / 9) + Math.cos(s) * 1e-3;

@@ -1,4 +1,5 @@
 import { deepEqual, equal, match, ok, rejects } from "node:assert/strict";
+import { captureConsole } from "../_test_console.ts";
 import { join } from "node:path";
 import {
   collectGarbage,
@@ -402,28 +403,11 @@ Deno.test("pruneOlderRuns() keeps the latest run and what it reuses, without tak
   });
 });
 
-async function captureConsole(
-  fn: () => Promise<number>,
-): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const { log, error } = console;
-  console.log = (...a: unknown[]) => out.push(a.join(" "));
-  console.error = (...a: unknown[]) => err.push(a.join(" "));
-  try {
-    const code = await fn();
-    return { code, out: out.join("\n"), err: err.join("\n") };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
-
 Deno.test("gcCommand() --dry-run prints each folder with its size and the total, deleting nothing", async () => {
   await withTree(async ({ results, exp }) => {
     await linkLatestToR2(exp);
     const before = await snapshot(results);
-    const { code, out } = await captureConsole(() =>
+    const { value: code, out } = await captureConsole(() =>
       gcCommand([results, "--dry-run", "--experiment", "quickstart"])
     );
     equal(code, 0);
@@ -440,13 +424,13 @@ Deno.test("gcCommand() --dry-run prints each folder with its size and the total,
 
 Deno.test("gcCommand() exits 2 on a usage error, an unknown experiment or a missing folder", async () => {
   await withTree(async ({ results, tmp }) => {
-    equal((await captureConsole(() => gcCommand(["--bogus"]))).code, 2);
-    equal((await captureConsole(() => gcCommand([results, "extra"]))).code, 2);
+    equal((await captureConsole(() => gcCommand(["--bogus"]))).value, 2);
+    equal((await captureConsole(() => gcCommand([results, "extra"]))).value, 2);
     const unknown = await captureConsole(() => gcCommand([results, "--experiment", "nope"]));
-    equal(unknown.code, 2);
+    equal(unknown.value, 2);
     match(unknown.err, /no experiment "nope"/);
     const missing = await captureConsole(() => gcCommand([join(tmp, "absent")]));
-    equal(missing.code, 2);
+    equal(missing.value, 2);
     match(missing.err, /no folder/);
     await rejects(collectGarbage(join(tmp, "absent")), Deno.errors.NotFound);
   });

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { captureConsole } from "../_test_console.ts";
 import { parse } from "csv-parse/sync";
 import type { RunSummary } from "../pipeline/summary.ts";
 import { makeFixtureRun } from "./testdata/make_fixture.ts";
@@ -10,19 +11,6 @@ import {
   trendPoints,
 } from "./history.ts";
 import { decodePng } from "../charts/testdata/decode_png.ts";
-
-async function quietly<T>(fn: () => Promise<T>): Promise<{ value: T; out: string; err: string }> {
-  const log = console.log, error = console.error;
-  let out = "", err = "";
-  console.log = (...a: unknown[]) => void (out += a.join(" ") + "\n");
-  console.error = (...a: unknown[]) => void (err += a.join(" ") + "\n");
-  try {
-    return { value: await fn(), out, err };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
 
 async function twoRuns(tmp: string): Promise<RunSummary[]> {
   const pass = (await makeFixtureRun(tmp, {
@@ -96,7 +84,9 @@ Deno.test("historyCommand() renders the trend chart and prints a Markdown table,
     const other = structuredClone(pass);
     other.experiment = "other";
     for (const s of [pass, fail, other]) await appendHistory(tmp, s);
-    const { value, out } = await quietly(() => historyCommand([tmp, "--experiment", "quickstart"]));
+    const { value, out } = await captureConsole(() =>
+      historyCommand([tmp, "--experiment", "quickstart"])
+    );
     assert.equal(value, 0);
     const rows = out.split("\n").filter((l) => l.startsWith("| 2026-"));
     assert.equal(rows.length, pass.comparisons.length + fail.comparisons.length);
@@ -119,12 +109,12 @@ Deno.test("historyCommand() renders the trend chart and prints a Markdown table,
 Deno.test("historyCommand() exits 2 without history and on bad options", async () => {
   const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
   try {
-    const none = await quietly(() => historyCommand([tmp]));
+    const none = await captureConsole(() => historyCommand([tmp]));
     assert.equal(none.value, 2);
     assert.match(none.err, /no history/);
-    assert.equal((await quietly(() => historyCommand([tmp, "--limit", "0"]))).value, 2);
-    assert.equal((await quietly(() => historyCommand([tmp, "--experiment"]))).value, 2);
-    assert.equal((await quietly(() => historyCommand([tmp, "--nope"]))).value, 2);
+    assert.equal((await captureConsole(() => historyCommand([tmp, "--limit", "0"]))).value, 2);
+    assert.equal((await captureConsole(() => historyCommand([tmp, "--experiment"]))).value, 2);
+    assert.equal((await captureConsole(() => historyCommand([tmp, "--nope"]))).value, 2);
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

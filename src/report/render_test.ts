@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { captureConsole } from "../_test_console.ts";
 import { makeFixtureRun } from "./testdata/make_fixture.ts";
 import { renderRun, reportCommand, resolveRunDir } from "./render.ts";
 import { decodePng } from "../charts/testdata/decode_png.ts";
@@ -9,19 +10,6 @@ async function withTemp(fn: (dir: string) => Promise<void>): Promise<void> {
     await fn(dir);
   } finally {
     await Deno.remove(dir, { recursive: true });
-  }
-}
-
-async function quietly<T>(fn: () => Promise<T>): Promise<{ value: T; out: string; err: string }> {
-  const log = console.log, error = console.error;
-  let out = "", err = "";
-  console.log = (...a: unknown[]) => void (out += a.join(" ") + "\n");
-  console.error = (...a: unknown[]) => void (err += a.join(" ") + "\n");
-  try {
-    return { value: await fn(), out, err };
-  } finally {
-    console.log = log;
-    console.error = error;
   }
 }
 
@@ -113,7 +101,7 @@ Deno.test("reportCommand() renders a run given its experiment folder's latest li
     const { runDir, summary } = await makeFixtureRun(tmp, { verdict: "PASS" });
     await Deno.symlink(summary.run_id, `${tmp}/quickstart/latest`);
     assert.equal(await resolveRunDir(`${tmp}/quickstart`), `${tmp}/quickstart/latest`);
-    const { value, out } = await quietly(() => reportCommand([`${tmp}/quickstart/latest`]));
+    const { value, out } = await captureConsole(() => reportCommand([`${tmp}/quickstart/latest`]));
     assert.equal(value, 0);
     assert.match(out, /report\.md/);
     assert.ok((await Deno.stat(`${runDir}/report.html`)).isFile);
@@ -122,11 +110,11 @@ Deno.test("reportCommand() renders a run given its experiment folder's latest li
 
 Deno.test("reportCommand() exits 2 on a folder without summary.json and on bad usage", async () => {
   await withTemp(async (tmp) => {
-    const missing = await quietly(() => reportCommand([tmp]));
+    const missing = await captureConsole(() => reportCommand([tmp]));
     assert.equal(missing.value, 2);
     assert.match(missing.err, /no summary\.json/);
-    assert.equal((await quietly(() => reportCommand([]))).value, 2);
-    assert.equal((await quietly(() => reportCommand([tmp, "--bogus"]))).value, 2);
-    assert.equal((await quietly(() => reportCommand(["--help"]))).value, 0);
+    assert.equal((await captureConsole(() => reportCommand([]))).value, 2);
+    assert.equal((await captureConsole(() => reportCommand([tmp, "--bogus"]))).value, 2);
+    assert.equal((await captureConsole(() => reportCommand(["--help"]))).value, 0);
   });
 });
