@@ -28,13 +28,3 @@ export interface Progress {
   /** A run ends. */
   runEnd(experiment: string, verdict: Verdict, wallS: number, runDir: string): void;
 }
-
-/** A progress sink that prints nothing (tests, `--quiet`). */
-export const silentProgress: Progress = {
-  runStart() {},
-  phaseStart: () => ({ stop() {} }),
-  followMetrics: () => ({ stop() {} }),
-  phaseEnd() {},
-  note() {},
-  runEnd() {},
-};

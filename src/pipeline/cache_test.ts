@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { ExperimentObjectSchema } from "../experiment/schema.ts";
+import { codeInputsDigest, findCachedPhase, keyedCommand, phaseCacheKey } from "./cache.ts";
+import { phaseCommand, type PhasePaths } from "./commands.ts";
+import { buildPhaseGraph } from "./phases.ts";
+import { writeJsonAtomic } from "./run_store.ts";
+
+const exp = (seed = 1, env: Record<string, string> = {}) =>
+  ExperimentObjectSchema.parse({
+    name: "k",
+    seed,
+    schedule: { steps: 8, save_at: 4 },
+    trainer: { command: ["train", "--out", "${metrics_file}", "--from", "${resume_from}"], env },
+    resume: { native: { from: "native" } },
+  });
+
+/** The key of `resume-native` for an experiment whose run folder is `runDir`. */
+async function resumeKey(e: ReturnType<typeof exp>, runDir: string, splitKey = "split-key") {
+  const node = buildPhaseGraph(e).find((n) => n.name === "resume-native")!;
+  const paths: PhasePaths = {
+    dir: `${runDir}/phases/resume-native`,
+    metricsFile: `${runDir}/phases/resume-native/metrics.jsonl`,
+    resumeFrom: `${runDir}/phases/split/checkpoints/global_step4`,
+    checkpointDir: `${runDir}/phases/split/checkpoints`,
+  };
+  const cmd = phaseCommand(e, node, paths, "/exp", {});
+  const keyed = keyedCommand(cmd.argv, cmd.env, cmd.vars);
+  return await phaseCacheKey(node, keyed.argv, keyed.env, [splitKey], "code");
+}
+
+Deno.test("phaseCacheKey() ignores where the run folder is, but not what runs", async () => {
+  const a = await resumeKey(exp(), "/results/k/run-a");
+  assert.equal(a, await resumeKey(exp(), "/elsewhere/k/run-b"), "paths are abstracted");
+  assert.notEqual(a, await resumeKey(exp(2), "/results/k/run-a"), "the seed is an input");
+  assert.notEqual(
+    a,
+    await resumeKey(exp(), "/results/k/run-a", "other-split"),
+    "so is the producer",
+  );
+  assert.notEqual(a, await resumeKey(exp(1, { MODE: "x" }), "/results/k/run-a"), "and the env");
+});
+
+Deno.test("phaseCacheKey() leaves secret-looking variables out of the key", async () => {
+  assert.equal(
+    await resumeKey(exp(1, { HF_TOKEN: "one" }), "/r"),
+    await resumeKey(exp(1, { HF_TOKEN: "two" }), "/r"),
+  );
+});
+
+Deno.test("codeInputsDigest() follows file contents and command output", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(join(dir, "train.py"), "print(1)");
+    const first = await codeInputsDigest(["train.py", "!echo v1"], dir, {});
+    assert.equal(first, await codeInputsDigest(["train.py", "!echo v1"], dir, {}));
+    assert.notEqual(first, await codeInputsDigest(["train.py", "!echo v2"], dir, {}));
+    await Deno.writeTextFile(join(dir, "train.py"), "print(2)");
+    assert.notEqual(first, await codeInputsDigest(["train.py", "!echo v1"], dir, {}));
+    assert.notEqual(
+      await codeInputsDigest(["missing.py"], dir, {}),
+      await codeInputsDigest([], dir, {}),
+      "a missing input is part of the digest",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("findCachedPhase() reuses only completed phases with the same key and their outputs", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const run = (id: string) => join(dir, `20261129T10000${id}Z-000abc`);
+    const record = async (id: string, extra: Record<string, unknown>) => {
+      const phaseDir = join(run(id), "phases", "baseline");
+      await Deno.mkdir(phaseDir, { recursive: true });
+      await Deno.writeTextFile(join(phaseDir, "metrics.jsonl"), '{"step":1,"loss":1}\n');
+      await writeJsonAtomic(join(phaseDir, "phase.json"), {
+        name: "baseline",
+        role: "baseline",
+        status: "ok",
+        cache_key: "K",
+        outputs: { metrics: join(phaseDir, "metrics.jsonl") },
+        ...extra,
+      });
+    };
+    await record("1", {});
+    await record("2", { status: "failed" });
+    await record("3", { cache_key: "other" });
+    await Deno.mkdir(join(run("4"), "phases", "baseline"), { recursive: true }); // no marker
+    const hit = await findCachedPhase(dir, "baseline", "K", run("5"));
+    assert.equal(hit?.runDir, run("1"));
+    assert.equal(
+      await findCachedPhase(dir, "baseline", "K", run("1")),
+      undefined,
+      "not from itself",
+    );
+    await Deno.remove(join(run("1"), "phases/baseline/metrics.jsonl"));
+    assert.equal(await findCachedPhase(dir, "baseline", "K", run("5")), undefined, "outputs gone");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
