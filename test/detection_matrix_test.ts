@@ -26,6 +26,7 @@ function describe(summary: RunSummary): string {
 }
 
 const results = await Deno.makeTempDir({ prefix: "detection-" });
+globalThis.addEventListener("unload", () => Deno.removeSync(results, { recursive: true }));
 
 Deno.test("detection matrix: the clean quickstart passes every comparison", async () => {
   const run = await runCli(["run", QUICKSTART, "--results", join(results, "clean"), "--quiet"]);
@@ -140,8 +141,4 @@ Deno.test("detection matrix: a trainer with tiny random loss noise ends in ABSTA
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
-});
-
-Deno.test("detection matrix: clean up", async () => {
-  await Deno.remove(results, { recursive: true });
 });
