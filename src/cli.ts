@@ -20,7 +20,7 @@ import type { Experiment } from "./experiment/schema.ts";
 import { compareCommand } from "./parity/mod.ts";
 import { consoleProgress } from "./pipeline/console_progress.ts";
 import { runExperiment, type RunResult } from "./pipeline/runner.ts";
-import { EXIT_CODES, worstVerdict } from "./pipeline/summary.ts";
+import { EXIT_CODES, worstVerdict } from "./types/summary.ts";
 import { gcCommand } from "./pipeline/gc.ts";
 import { LockHeldError } from "./pipeline/lock.ts";
 import { installSignalHandlers } from "./process/mod.ts";

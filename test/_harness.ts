@@ -8,7 +8,7 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
-import type { RunSummary } from "../src/pipeline/summary.ts";
+import type { RunSummary } from "../src/types/summary.ts";
 
 /** The project folder. */
 export const PROJECT: string = join(dirname(fileURLToPath(import.meta.url)), "..");

@@ -807,39 +807,3 @@ export function verifyPlan(plan: unknown, options: VerifyPlanOptions = {}): Plan
     throw e;
   }
 }
-
-/** The `plan_sync[]` record of `summary.json` for one policy's plan (ARCHITECTURE.md). */
-export interface PlanSyncSummary {
-  /** Policy name. */
-  policy: string;
-  /** Whether the verifier accepted the plan. */
-  verified: boolean;
-  /** Segments in the plan. */
-  segments: number;
-  /** Bytes copied. */
-  moved_bytes: number;
-  /** Bytes copied within one process. */
-  local_bytes: number;
-  /** Largest per-process remote send bytes. */
-  max_process_bytes: number;
-  /** Mean per-process remote send bytes. */
-  mean_process_bytes: number;
-  /** The verifier's first problem, when rejected. */
-  error?: string;
-}
-
-/** Converts a verdict into the `summary.json` `plan_sync[]` record. */
-export function planSyncSummary(policy: string, verdict: PlanVerdict): PlanSyncSummary {
-  const s = verdict.stats;
-  const out: PlanSyncSummary = {
-    policy,
-    verified: verdict.ok,
-    segments: s?.segments ?? 0,
-    moved_bytes: s?.movedBytes ?? 0,
-    local_bytes: s?.localBytes ?? 0,
-    max_process_bytes: s?.maxProcessSendBytes ?? 0,
-    mean_process_bytes: s?.meanProcessSendBytes ?? 0,
-  };
-  if (verdict.error) out.error = verdict.error;
-  return out;
-}

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { PlanSyncSummary } from "../pipeline/summary.ts";
+import type { PlanSyncSummary } from "../types/summary.ts";
 import { type ChartSpec, CONFIG, SCHEMA_URL } from "./_spec.ts";
 
 /** One bar of the plan-load chart. */

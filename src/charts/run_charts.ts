@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { RunSummary } from "../pipeline/summary.ts";
+import type { RunSummary } from "../types/summary.ts";
 import type { BandPoint } from "./downsample.ts";
 import { differenceSpec } from "./difference.ts";
 import { lossOverlaySpec } from "./loss_overlay.ts";

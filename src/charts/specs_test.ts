@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ulpDistance64 } from "../parity/ulp.ts";
-import type { PlanSyncSummary } from "../pipeline/summary.ts";
+import type { PlanSyncSummary } from "../types/summary.ts";
 import { alignDifference, differenceSpec } from "./difference.ts";
 import { historyTrendSpec } from "./history_trend.ts";
 import { lossOverlaySpec } from "./loss_overlay.ts";

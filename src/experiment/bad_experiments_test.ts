@@ -52,7 +52,7 @@ const EXPECTED: Record<string, { path: string; message: string }> = {
   },
   "matrix_bad_value.yaml": {
     path: "matrix.trainer.args.zero_stage[2]",
-    message: "expected 1, 2 or 3, got 4",
+    message: "expected 0, 1, 2 or 3, got 4",
   },
   "matrix_empty_list.yaml": {
     path: "matrix.trainer.args.zero_stage",
@@ -113,7 +113,7 @@ const EXPECTED: Record<string, { path: string; message: string }> = {
   },
   "unknown_reference_arg.yaml": {
     path: "trainer.args.micro_batch",
-    message: "unknown reference-trainer argument",
+    message: "unknown reference-preset argument",
   },
   "unknown_top_level_key.yaml": {
     path: "schedul",
@@ -131,7 +131,7 @@ const EXPECTED: Record<string, { path: string; message: string }> = {
     path: "schedule.steps",
     message: 'expected a positive integer, got "forty"',
   },
-  "zero_stage_four.json": { path: "trainer.args.zero_stage", message: "expected 1, 2 or 3, got 4" },
+  "zero_stage_four.json": { path: "trainer.args.zero_stage", message: "expected 0, 1, 2 or 3, got 4" },
 };
 
 Deno.test("bad experiment fixtures: every file is listed, and there are at least 24", async () => {

@@ -24,3 +24,6 @@ export * from "./validate.ts";
 export * from "./json_schema.ts";
 export { writeSchemaFile } from "./schema_gen.ts";
 export * from "./validate_command.ts";
+export * from "./canonical_json.ts";
+export * from "./phase_graph.ts";
+export * from "./resolve_plan.ts";

@@ -1,6 +1,6 @@
 /**
  * Cross-field rules that a schema cannot express: save_at < steps, preset xor command,
- * reference-trainer arguments and faults, EP/world-size divisibility, converters and planners,
+ * preset arguments and faults (read from the preset descriptors), EP/world-size divisibility, converters and planners,
  * metrics patterns, comparisons naming real phases, retry regexes and `${placeholders}`. All
  * problems are returned together.
  *
@@ -11,96 +11,13 @@ import { didYouMean } from "./_did_you_mean.ts";
 import { describeValue, isRecord } from "./_path.ts";
 import type { ValidationError } from "./errors.ts";
 import { checkTemplate, PLACEHOLDERS, type ProgramKind } from "./placeholders.ts";
-import {
-  type Experiment,
-  type ProcessEntry,
-  REFERENCE_FAULTS,
-  type TrainerArgs,
-} from "./schema.ts";
+import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
+import { mergeArgs, phaseGraph, programArgs, programEntry, trainerPreset } from "./phase_graph.ts";
+import type { Experiment, ProcessEntry, TrainerArgs } from "./schema.ts";
 
-/** Reference-trainer argument → command-line flag (`world_size` → `--world-size`). */
-export const REFERENCE_ARG_FLAGS: Readonly<Record<string, string>> = {
-  world_size: "--world-size",
-  ep_size: "--ep-size",
-  placement: "--placement",
-  zero_stage: "--zero-stage",
-  precision: "--precision",
-  grad_accum: "--grad-accum",
-  fault: "--fault",
-};
-
-/** Replica policies the reference planner knows. */
-export const REFERENCE_POLICIES = [
-  "first_holder",
-  "local_first_least_loaded",
-  "balanced",
-  "highest_holder",
-] as const;
-
-/** The reference preset, as used when a converter or planner is implied. */
-const REFERENCE_PROCESS: ProcessEntry = { preset: "reference", timeout: 3600 };
-
-/**
- * The converter the run uses: the experiment's own, else the reference preset when the trainer
- * is the reference preset, else undefined.
- */
-export function effectiveConverter(exp: Experiment): ProcessEntry | undefined {
-  return exp.converter ?? (exp.trainer.preset === "reference" ? REFERENCE_PROCESS : undefined);
-}
-
-/** The planner the run uses (same defaulting as {@link effectiveConverter}). */
-export function effectivePlanner(exp: Experiment): ProcessEntry | undefined {
-  return exp.planner ?? (exp.trainer.preset === "reference" ? REFERENCE_PROCESS : undefined);
-}
-
-/** `override` over `base` (shallow: a key in `override` replaces the same key of `base`). */
-export function mergeArgs(
-  base: TrainerArgs | undefined,
-  override: TrainerArgs | undefined,
-): TrainerArgs {
-  return { ...(base ?? {}), ...(override ?? {}) };
-}
-
-/**
- * The arguments every phase of a program sees, so `${args.<key>}` is known in all of them: the
- * trainer's own `args` (resume phases only add to them); for the converter `trainer.args` merged
- * with `converter.args`; for the planner `trainer.args`, then `plan_sync.target`, then
- * `planner.args`.
- */
-export function programArgs(exp: Experiment, kind: ProgramKind): TrainerArgs {
-  const trainer = exp.trainer.args ?? {};
-  if (kind === "trainer") return { ...trainer };
-  if (kind === "converter") return mergeArgs(trainer, exp.converter?.args);
-  return mergeArgs(mergeArgs(trainer, exp.plan_sync?.target), exp.planner?.args);
-}
-
-/** Whether any resume starts from a universal checkpoint (so a convert phase runs). */
-export function needsConvert(exp: Experiment): boolean {
-  return Object.values(exp.resume).some((entry) => entry.from === "universal");
-}
-
-/**
- * Names of the phases an experiment produces, in the pipeline's order: `baseline`, `split`,
- * `resume-<name>` of native resumes, `convert` (when a resume is universal), `resume-<name>` of
- * universal resumes, `plan-<policy>`, `resume-plan-<policy>` (when `plan_sync.resume`),
- * `baseline-repeat-<k>` for k in 1..noise_floor.repeats.
- */
+/** Names of the phases an experiment produces, in run order (see {@link phaseGraph}). */
 export function phaseNames(exp: Experiment): string[] {
-  const names = ["baseline", "split"];
-  const resumes = Object.entries(exp.resume);
-  for (const [name, entry] of resumes) if (entry.from === "native") names.push(`resume-${name}`);
-  if (needsConvert(exp)) names.push("convert");
-  for (const [name, entry] of resumes) {
-    if (entry.from === "universal") names.push(`resume-${name}`);
-  }
-  if (exp.plan_sync) {
-    for (const policy of exp.plan_sync.policies) names.push(`plan-${policy}`);
-    if (exp.plan_sync.resume) {
-      for (const policy of exp.plan_sync.policies) names.push(`resume-plan-${policy}`);
-    }
-  }
-  for (let k = 1; k <= exp.noise_floor.repeats; k++) names.push(`baseline-repeat-${k}`);
-  return names;
+  return phaseGraph(exp).map((node) => node.name);
 }
 
 /** Runs every cross-field rule; an empty list means the experiment is consistent. */
@@ -119,25 +36,41 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
   if (exp.converter) checkProgramShape("converter", exp.converter, add);
   if (exp.planner) checkProgramShape("planner", exp.planner, add);
 
-  const converter = effectiveConverter(exp);
-  const planner = effectivePlanner(exp);
-  const trainerIsReference = exp.trainer.preset === "reference";
+  const converter = programEntry(exp, "converter");
+  const planner = programEntry(exp, "planner");
+  const trainer = trainerPreset(exp);
+  checkSchedule(exp, trainer, add);
 
-  // Reference-trainer arguments wherever they reach a reference-preset process.
-  if (trainerIsReference) {
-    checkReferenceArgs("trainer.args", exp.trainer.args, add);
+  // Preset arguments wherever they reach a preset's process.
+  if (trainer) {
+    checkPresetArgs(trainer, "trainer.args", exp.trainer.args, add);
     for (const [name, entry] of Object.entries(exp.resume)) {
-      checkReferenceArgs(`resume.${name}.args`, entry.args, add);
+      checkPresetArgs(trainer, `resume.${name}.args`, entry.args, add);
+    }
+    if (exp.trainer.topology_args) {
+      add(
+        "trainer.topology_args",
+        `the ${trainer.name} preset declares its own topology arguments`,
+      );
     }
   }
-  if (exp.converter?.preset === "reference") {
-    checkReferenceArgs("converter.args", exp.converter.args, add);
+  const converterPreset = presetNamed(exp.converter?.preset);
+  if (converterPreset) checkPresetArgs(converterPreset, "converter.args", exp.converter?.args, add);
+  const plannerPreset = presetNamed(planner?.preset);
+  if (presetNamed(exp.planner?.preset)) {
+    checkPresetArgs(plannerPreset!, "planner.args", exp.planner?.args, add);
   }
-  if (exp.planner?.preset === "reference") {
-    checkReferenceArgs("planner.args", exp.planner.args, add);
+  const targetPreset = trainer ?? plannerPreset;
+  if (exp.plan_sync && targetPreset) {
+    checkPresetArgs(targetPreset, "plan_sync.target", exp.plan_sync.target, add);
   }
-  if (exp.plan_sync && (trainerIsReference || planner?.preset === "reference")) {
-    checkReferenceArgs("plan_sync.target", exp.plan_sync.target, add);
+  for (const kind of ["converter", "planner"] as const) {
+    const own = exp[kind];
+    const preset = presetNamed(own?.preset);
+    if (preset && !preset.tools.includes(kind)) {
+      add(`${kind}.preset`, `the ${preset.name} preset has no ${kind}`);
+    }
+    if (own?.topology_args) add(`${kind}.topology_args`, "only used on the trainer");
   }
 
   // Topology consistency: each context as the process will see it.
@@ -159,7 +92,7 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
     );
   }
   if (exp.plan_sync && !planner) {
-    add("planner", "required: plan_sync needs a planner when the trainer is a command");
+    add("planner", "required: plan_sync needs a planner and the trainer brings none");
   }
   if (exp.plan_sync) {
     const seen = new Set<string>();
@@ -167,14 +100,13 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
       const path = `plan_sync.policies[${i}]`;
       if (seen.has(policy)) add(path, `duplicate policy ${policy}`);
       seen.add(policy);
-      if (
-        planner?.preset === "reference" &&
-        !(REFERENCE_POLICIES as readonly string[]).includes(policy)
-      ) {
+      if (plannerPreset && !plannerPreset.policies.includes(policy)) {
         add(
           path,
-          `unknown policy ${JSON.stringify(policy)}${didYouMean(policy, REFERENCE_POLICIES)}; ` +
-            `the reference planner knows ${REFERENCE_POLICIES.join(", ")}`,
+          `unknown policy ${JSON.stringify(policy)}${
+            didYouMean(policy, plannerPreset.policies)
+          }; ` +
+            `the ${plannerPreset.name} planner knows ${plannerPreset.policies.join(", ")}`,
         );
       }
     });
@@ -193,6 +125,16 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
       const problem = regexProblem(pattern);
       if (problem) add(`${kind}.retry.on[${i}]`, problem);
     });
+    if (entry.checkpoint_tag !== undefined) {
+      const problem = checkTemplate(entry.checkpoint_tag, {
+        names: ["save_at", "steps", "seed", "experiment"],
+        argKeys: [],
+      });
+      if (problem) add(`${kind}.checkpoint_tag`, problem);
+      else if (/[\\/]/.test(entry.checkpoint_tag) || entry.checkpoint_tag.startsWith(".")) {
+        add(`${kind}.checkpoint_tag`, "expected a folder name (no '/', not starting with '.')");
+      }
+    }
     entry.code_inputs?.forEach((input, i) => {
       if (input.startsWith("!") && input.slice(1).trim() === "") {
         add(`${kind}.code_inputs[${i}]`, "expected a command after '!'");
@@ -267,20 +209,60 @@ function checkProgramShape(kind: ProgramKind, entry: ProcessEntry, add: Add) {
   }
 }
 
-function checkReferenceArgs(at: string, args: TrainerArgs | undefined, add: Add) {
+function checkPresetArgs(
+  preset: PresetDescriptor,
+  at: string,
+  args: TrainerArgs | undefined,
+  add: Add,
+) {
   if (!args) return;
-  const known = Object.keys(REFERENCE_ARG_FLAGS);
-  for (const key of Object.keys(args)) {
-    if (!Object.hasOwn(REFERENCE_ARG_FLAGS, key)) {
-      add(`${at}.${key}`, `unknown reference-trainer argument${didYouMean(key, known)}`);
+  const known = Object.keys(preset.args);
+  for (const [key, value] of Object.entries(args)) {
+    const spec = Object.hasOwn(preset.args, key) ? preset.args[key] : undefined;
+    if (!spec) {
+      add(`${at}.${key}`, `unknown ${preset.name}-preset argument${didYouMean(key, known)}`);
+    } else if (spec.values && !spec.values.includes(value as string | number)) {
+      add(
+        `${at}.${key}`,
+        `expected one of ${spec.values.map((v) => JSON.stringify(v)).join(", ")} for the ` +
+          `${preset.name} preset, got ${describeValue(value)}`,
+      );
     }
   }
-  if (args.fault !== undefined && !(REFERENCE_FAULTS as readonly string[]).includes(args.fault)) {
+  if (args.fault !== undefined && !preset.faults.includes(args.fault)) {
     add(
       `${at}.fault`,
-      `unknown fault ${JSON.stringify(args.fault)}${didYouMean(args.fault, REFERENCE_FAULTS)}; ` +
-        `known faults: ${REFERENCE_FAULTS.join(", ")}`,
+      `unknown fault ${JSON.stringify(args.fault)}${didYouMean(args.fault, preset.faults)}; ` +
+        `known faults: ${preset.faults.join(", ")}`,
     );
+  }
+}
+
+/**
+ * Gradient accumulation is declared once (schedule.grad_accum or the preset's argument, not two
+ * different values); when steps count micro-batches, the save and the schedule end must fall on
+ * an optimizer-step boundary, or every resume diverges whatever the checkpoint code does.
+ */
+function checkSchedule(exp: Experiment, preset: PresetDescriptor | undefined, add: Add) {
+  const declared = exp.schedule.grad_accum;
+  const fromArg = preset?.gradAccumArg ? exp.trainer.args?.[preset.gradAccumArg] : undefined;
+  if (declared !== undefined && typeof fromArg === "number" && fromArg !== declared) {
+    add(
+      "schedule.grad_accum",
+      `disagrees with trainer.args.${preset!.gradAccumArg} (${fromArg}); set one of them`,
+    );
+  }
+  const accum = declared ?? (typeof fromArg === "number" ? fromArg : 1);
+  if (exp.schedule.step_unit !== "micro_batch" || accum <= 1) return;
+  for (const key of ["save_at", "steps"] as const) {
+    const value = exp.schedule[key];
+    if (value % accum !== 0) {
+      add(
+        `schedule.${key}`,
+        `micro-batch ${value} is not on an optimizer-step boundary (gradient accumulation ` +
+          `${accum}: use a multiple of ${accum}, e.g. ${Math.max(accum, value - (value % accum))})`,
+      );
+    }
   }
 }
 
@@ -379,8 +361,14 @@ function checkMetrics(kind: ProgramKind, entry: ProcessEntry, add: Add) {
   const metrics = entry.metrics;
   if (!metrics) return;
   const at = `${kind}.metrics`;
-  if (entry.preset === "reference" && metrics.format !== "jsonl") {
-    add(`${at}.format`, `the reference preset writes jsonl, got ${describeValue(metrics.format)}`);
+  const preset = presetNamed(entry.preset);
+  if (preset && metrics.format !== preset.metricsFormat) {
+    add(
+      `${at}.format`,
+      `the ${preset.name} preset writes ${preset.metricsFormat}, got ${
+        describeValue(metrics.format)
+      }`,
+    );
   }
   if (metrics.format === "log") {
     if (metrics.pattern === undefined) {
@@ -404,7 +392,7 @@ function checkMetrics(kind: ProgramKind, entry: ProcessEntry, add: Add) {
   } else if (metrics.pattern !== undefined) {
     add(`${at}.pattern`, `only used with format: log (format is ${metrics.format})`);
   }
-  // csv_monitor's step column is global_samples unless told otherwise (ARCHITECTURE.md).
+  // csv_monitor's step column is global_samples unless told otherwise (docs/parity.md).
   const unit = metrics.step_unit ?? (metrics.format === "deepspeed-csv" ? "samples" : "step");
   if (unit === "samples") {
     if (metrics.format !== "deepspeed-csv") {

@@ -1,12 +1,7 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
 import { commandRaw, quickstartRaw } from "./_test_helpers.ts";
-import {
-  checkExperimentRules,
-  effectiveConverter,
-  effectivePlanner,
-  phaseNames,
-  REFERENCE_ARG_FLAGS,
-} from "./rules.ts";
+import { programEntry } from "./phase_graph.ts";
+import { checkExperimentRules, phaseNames } from "./rules.ts";
 import { type Experiment, ExperimentObjectSchema } from "./schema.ts";
 
 /** Parses with the schema only, so each rule is tested on its own. */
@@ -83,20 +78,22 @@ Deno.test("checkExperimentRules() wants exactly one of preset and command", () =
 
 Deno.test("checkExperimentRules() checks reference arguments wherever they reach the reference trainer", () => {
   deepEqual(rulesOf(with_((r) => (r.trainer.args.zero_stag = 3))), [
-    "trainer.args.zero_stag: unknown reference-trainer argument (did you mean zero_stage?)",
+    "trainer.args.zero_stag: unknown reference-preset argument (did you mean zero_stage?)",
   ]);
   deepEqual(rulesOf(with_((r) => (r.resume.reshard.args.micro = 3))), [
-    "resume.reshard.args.micro: unknown reference-trainer argument",
+    "resume.reshard.args.micro: unknown reference-preset argument",
   ]);
   deepEqual(rulesOf(with_((r) => (r.plan_sync.target.foo = "x"))), [
-    "plan_sync.target.foo: unknown reference-trainer argument",
+    "plan_sync.target.foo: unknown reference-preset argument",
   ]);
   const [fault] = rulesOf(with_((r) => (r.trainer.args.fault = "skip-rng")));
   ok(fault.startsWith('trainer.args.fault: unknown fault "skip-rng"'), fault);
   deepEqual(rulesOf(with_((r) => (r.trainer.args.fault = "skip-rng-restore"))), []);
   // A command trainer may take any argument.
   deepEqual(rulesOf(with_((r) => (r.trainer.args.micro_batch = 8), commandRaw)), []);
-  equal(REFERENCE_ARG_FLAGS.world_size, "--world-size");
+  deepEqual(rulesOf(with_((r) => (r.trainer.args.zero_stage = 0))), [
+    "trainer.args.zero_stage: expected one of 1, 2, 3 for the reference preset, got 0",
+  ]);
 });
 
 Deno.test("checkExperimentRules() checks ep_size divides world_size in every merged context", () => {
@@ -156,14 +153,14 @@ Deno.test("checkExperimentRules() checks placement descriptors against themselve
 Deno.test("checkExperimentRules() needs a converter and a planner for a command trainer", () => {
   const noConverter = with_((r) => delete r.converter, commandRaw);
   deepEqual(rulesOf(noConverter).map((line) => line.split(":")[0]), ["converter"]);
-  equal(effectiveConverter(parse(noConverter)), undefined);
-  equal(effectiveConverter(parse(quickstartRaw()))?.preset, "reference");
+  equal(programEntry(parse(noConverter), "converter"), undefined);
+  equal(programEntry(parse(quickstartRaw()), "converter")?.preset, "reference");
   const planSync = with_(
     (r) => (r.plan_sync = { target: { world_size: 2 }, policies: ["mine"] }),
     commandRaw,
   );
   deepEqual(rulesOf(planSync).map((line) => line.split(":")[0]), ["planner"]);
-  equal(effectivePlanner(parse(planSync)), undefined);
+  equal(programEntry(parse(planSync), "planner"), undefined);
   // A command planner may name any policy.
   const ownPlanner = with_(
     (r) => (r.planner = { command: ["plan", "${policy}", "${plan_out}"] }),
@@ -317,4 +314,46 @@ Deno.test("checkExperimentRules() checks placeholders with each program's scope"
   deepEqual(rulesOf(with_((r) => (r.trainer.command.push("${args.tp}")), commandRaw)), [
     "trainer.command[6]: unknown placeholder ${args.tp}: no argument tp in the merged args",
   ]);
+});
+
+Deno.test("checkExperimentRules() declares gradient accumulation once and saves on its boundary", () => {
+  deepEqual(
+    rulesOf(with_((r) => {
+      r.trainer.args.grad_accum = 2;
+      r.schedule.grad_accum = 4;
+    })),
+    ["schedule.grad_accum: disagrees with trainer.args.grad_accum (2); set one of them"],
+  );
+  // The seed's pitfall: micro-step 50 with accumulation 16 is no optimizer-step boundary.
+  deepEqual(
+    rulesOf(with_((r) => {
+      r.schedule = { steps: 96, save_at: 50, grad_accum: 16, step_unit: "micro_batch" };
+    }, commandRaw)),
+    [
+      "schedule.save_at: micro-batch 50 is not on an optimizer-step boundary (gradient " +
+      "accumulation 16: use a multiple of 16, e.g. 48)",
+    ],
+  );
+  deepEqual(
+    rulesOf(with_((r) => {
+      r.schedule = { steps: 96, save_at: 48, grad_accum: 16, step_unit: "micro_batch" };
+    }, commandRaw)),
+    [],
+  );
+  // Counted in optimizer steps, any save step is a boundary.
+  deepEqual(
+    rulesOf(with_((r) => (r.schedule = { steps: 100, save_at: 50, grad_accum: 16 }), commandRaw)),
+    [],
+  );
+});
+
+Deno.test("checkExperimentRules() keeps topology_args and checkpoint_tag where they mean something", () => {
+  deepEqual(rulesOf(with_((r) => (r.trainer.topology_args = ["world_size"]))), [
+    "trainer.topology_args: the reference preset declares its own topology arguments",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.trainer.topology_args = ["world_size"]), commandRaw)), []);
+  deepEqual(rulesOf(with_((r) => (r.trainer.checkpoint_tag = "../x"), commandRaw)), [
+    "trainer.checkpoint_tag: expected a folder name (no '/', not starting with '.')",
+  ]);
+  deepEqual(rulesOf(with_((r) => (r.trainer.checkpoint_tag = "step_${save_at}"), commandRaw)), []);
 });

@@ -8,20 +8,7 @@
  */
 
 import { z } from "zod";
-
-/** Faults the reference trainer can inject (see docs/reference-trainer.md). */
-export const REFERENCE_FAULTS = [
-  "skip-rng-restore",
-  "skip-scheduler-restore",
-  "skip-sampler-restore",
-  "reset-adam-step",
-  "drop-exp-avg-sq",
-  "master-from-bf16",
-  "mid-accumulation-save",
-  "converter-transpose",
-  "replica-drift",
-  "save-perturbs-rng",
-] as const;
+import { PRESET_NAMES } from "../presets/mod.ts";
 
 const positiveInt = z.int("expected a positive integer").positive("expected a positive integer");
 const nonNegativeInt = z.int("expected a non-negative integer")
@@ -53,7 +40,7 @@ const PlacementSchema = z.object({
 );
 
 /**
- * Arguments of a trainer. For the `reference` preset the known keys become flags
+ * Arguments of a trainer. For a preset the keys its descriptor declares become flags
  * (`world_size` → `--world-size`) and any other key is an error; for a `command` trainer every
  * key is available to templates as `${args.<key>}`.
  */
@@ -66,11 +53,13 @@ export const TrainerArgsSchema = z.object({
     "expected a placement mapping {version, num_experts, ep_size, ranks} or a path to one",
   ).optional()
     .describe("AutoEP placement descriptor, or a path to one"),
-  zero_stage: z.union([z.literal(1), z.literal(2), z.literal(3)], "expected 1, 2 or 3").optional()
-    .describe("ZeRO stage"),
+  zero_stage: z.union(
+    [z.literal(0), z.literal(1), z.literal(2), z.literal(3)],
+    "expected 0, 1, 2 or 3",
+  ).optional().describe("ZeRO stage"),
   precision: z.enum(["fp32", "bf16"]).optional().describe("module weight precision"),
   grad_accum: positiveInt.optional().describe("micro-batches per optimizer step"),
-  fault: z.string().optional().describe("inject one named resume bug (reference trainer)")
+  fault: z.string().optional().describe("inject one named resume bug (the preset's faults)")
     .meta({ examples: ["skip-rng-restore"] }),
 }).catchall(scalar).describe(
   "trainer arguments: reference-preset flags, or values for ${args.<key>} in command templates",
@@ -98,7 +87,7 @@ export const RetrySchema = z.object({
 
 /** A trainer, converter or planner: a `preset` or a `command` argv template. */
 export const ProcessSchema = z.object({
-  preset: z.literal("reference", 'expected "reference"').optional()
+  preset: z.enum(PRESET_NAMES).optional()
     .describe("built-in program expanded into a command line (exclusive with command)"),
   command: z.array(z.string("expected a string (argv entries are strings)"))
     .min(1, "expected at least the program").optional()
@@ -114,7 +103,15 @@ export const ProcessSchema = z.object({
   metrics: MetricsSchema.optional(),
   checkpoint_marker: z.string().min(1).optional()
     .describe(
-      "file inside the saved tag folder that proves the save completed (reference: checkpoint_complete.json)",
+      "file inside the saved tag folder that proves the save completed (default: the preset's)",
+    ),
+  checkpoint_tag: z.string().min(1).optional()
+    .describe("tag folder the split saves under the checkpoint root; default global_step${save_at}")
+    .meta({ examples: ["global_step${save_at}"] }),
+  topology_args: z.array(z.string().min(1)).optional()
+    .describe(
+      "trainer args that define the topology (a change is a reshard); default the preset's, " +
+        "or world_size, ep_size, autoep_size, placement, zero_stage, tp_size, pp_size",
     ),
   code_inputs: z.array(z.string().min(1, "expected a non-empty string")).optional()
     .describe("files, folders or `!command` whose content joins the phase cache key"),
@@ -133,6 +130,7 @@ export const ResumeSchema = z.object({
   env: envMap.optional().describe("extra environment for this resume"),
   lane: z.enum(["exact", "tolerance"]).optional()
     .describe("lane against the baseline; default exact on the saved topology, else tolerance"),
+  lane_reason: z.string().optional().describe("why `lane` is set (shown in the report)"),
 }).strict().describe("one resume of the split checkpoint: phase resume-<name>");
 
 /** Tolerance lane settings. */
@@ -192,13 +190,17 @@ export const ExperimentObjectSchema = z.object({
   seed: nonNegativeInt.default(1234),
   schedule: z.object({
     steps: positiveInt.describe("optimizer steps of the full schedule"),
-    save_at: positiveInt.describe("optimizer step after which the split phase saves (< steps)"),
+    save_at: positiveInt.describe("step after which the split phase saves (< steps)"),
+    grad_accum: positiveInt.optional()
+      .describe("micro-batches per optimizer step; default the preset's grad argument, else 1"),
+    step_unit: z.enum(["optimizer", "micro_batch"]).default("optimizer")
+      .describe("what steps and save_at count: optimizer steps or micro-batches"),
   }).strict(),
   trainer: ProcessSchema,
   converter: ProcessSchema.optional()
-    .describe("universal converter; default the reference preset for a reference trainer"),
+    .describe("universal converter; default the trainer's preset when it has one"),
   planner: ProcessSchema.optional()
-    .describe("plan_sync planner; default the reference preset for a reference trainer"),
+    .describe("plan_sync planner; default the trainer's preset when it has one"),
   resume: z.record(phaseSuffix, ResumeSchema).default({}).describe("resumes by name"),
   plan_sync: PlanSyncSchema.optional(),
   noise_floor: z.object({

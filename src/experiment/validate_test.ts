@@ -72,7 +72,7 @@ Deno.test("validateExperiment() reports schema and cross-field problems together
 Deno.test("validateExperiment() does not blame rules on a value the schema already rejected", () => {
   const raw = quickstartRaw() as Loose;
   raw.trainer.preset = "referenc";
-  deepEqual(errorLines(raw), ['trainer.preset: expected "reference", got "referenc"']);
+  deepEqual(errorLines(raw), ['trainer.preset: expected "reference", got "referenc" (did you mean reference?)']);
 });
 
 Deno.test("validateExperiment() applies --set before validating", () => {
@@ -142,7 +142,7 @@ Deno.test("validateExperiment() reports matrix values at matrix.<key>[i] and say
   };
   deepEqual(errorLines(raw), [
     "trainer.args.ep_size: ep_size 2 does not divide world_size 3 (when world_size=3)",
-    "matrix.trainer.args.zero_stage[1]: expected 1, 2 or 3, got 4",
+    "matrix.trainer.args.zero_stage[1]: expected 0, 1, 2 or 3, got 4",
   ]);
   const pairs = {
     ...quickstartRaw(),

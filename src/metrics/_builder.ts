@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Diagnostic } from "../pipeline/summary.ts";
+import type { Diagnostic } from "../types/summary.ts";
 import { type EventRecord, type MetricSeries, READER_CODES } from "./series.ts";
 
 /** A growable column: `values[i]`/`present[i]` for record `i`, valid below `length`. */

@@ -13,7 +13,7 @@ import {
   type Diagnostic,
   EXIT_CODES,
   worstVerdict,
-} from "../pipeline/summary.ts";
+} from "../types/summary.ts";
 import { judgeSeries } from "./evaluate.ts";
 import { unionWindow } from "./lanes.ts";
 
@@ -206,6 +206,7 @@ async function runCompare(args: CompareArgs): Promise<CompareResult> {
         atol: args.atol,
         max_failures: args.maxFailures,
         explicit: true,
+        laneReason: "chosen with --lane",
       },
       a,
       b,

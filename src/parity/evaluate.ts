@@ -15,7 +15,7 @@ import {
   type StateCheckSummary,
   type Verdict,
   worstVerdict,
-} from "../pipeline/summary.ts";
+} from "../types/summary.ts";
 import { diagnosticVerdict, PARITY_CODES } from "./codes.ts";
 import { compareLane, type StepRange } from "./lanes.ts";
 import { deriveRtol, measureNoiseFloor } from "./noise_floor.ts";
@@ -121,7 +121,13 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
   if (tolerance.derived && !noise.summary.identical) {
     // An ABSTAINing exact lane must not hide a real bug: add the derived-tolerance lane.
     planned = planned.flatMap((c) =>
-      !c.explicit && c.lane === "exact" ? [c, { ...c, lane: "tolerance" as const }] : [c]
+      !c.explicit && c.lane === "exact"
+        ? [c, {
+          ...c,
+          lane: "tolerance" as const,
+          laneReason: "tolerance: auto, added beside the exact lane the noise floor silences",
+        }]
+        : [c]
     );
   }
 
@@ -200,6 +206,7 @@ function unjudged(plan: PlannedComparison, reason: string): ComparisonSummary {
     b: plan.b,
     metric: plan.metric,
     lane: plan.lane,
+    lane_reason: plan.laneReason,
     verdict: "ERROR",
     first_step: plan.window.from,
     last_step: plan.window.to,
@@ -276,6 +283,7 @@ export function judgeSeries(
     b: plan.b,
     metric: plan.metric,
     ...lane,
+    lane_reason: plan.laneReason,
   };
   const notes: string[] = [];
   let verdict: Verdict = lane.verdict;

@@ -14,7 +14,7 @@
  */
 
 import type { MetricSeries } from "../metrics/series.ts";
-import type { ComparisonSummary } from "../pipeline/summary.ts";
+import type { ComparisonSummary } from "../types/summary.ts";
 import { ulpDistance32, ulpDistance64 } from "./ulp.ts";
 
 /** Lane names. */

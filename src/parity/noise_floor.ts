@@ -8,7 +8,7 @@
  */
 
 import type { MetricSeries } from "../metrics/series.ts";
-import type { Diagnostic, NoiseFloorSummary } from "../pipeline/summary.ts";
+import type { Diagnostic, NoiseFloorSummary } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
 
 /** Most per-step spread entries kept in the summary. */

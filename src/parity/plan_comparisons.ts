@@ -11,7 +11,8 @@
  * @module
  */
 
-import type { Diagnostic } from "../pipeline/summary.ts";
+import type { LaneChoice } from "../types/phase_spec.ts";
+import type { Diagnostic } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
 import type { EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
 
@@ -63,6 +64,7 @@ function planExplicit(input: EvaluationInput): ComparisonPlan {
       b: entry.b,
       metric: entry.metric ?? "loss",
       lane: entry.lane ?? "exact",
+      laneReason: entry.lane ? "declared in compare:" : "compare: entries default to exact",
       window: entry.window ??
         (withSplit
           ? { from: 1, to: input.saveAt }
@@ -85,14 +87,15 @@ function planDefaults(input: EvaluationInput, reports: ReportsMetric): Compariso
   const resumes = input.phases.filter((p) => p.role === "resume");
   const window = { from: input.saveAt + 1, to: input.steps };
   const saved = split?.topology;
-  const add = (a: PhaseEvidence, b: PhaseEvidence, lane: "exact" | "tolerance") => {
+  const add = (a: PhaseEvidence, b: PhaseEvidence, lane: LaneChoice) => {
     for (const metric of metricsFor(input.metrics, a, b, reports, diagnostics)) {
       comparisons.push({
         name: `${a.name}~${b.name}`,
         a: a.name,
         b: b.name,
         metric,
-        lane,
+        lane: lane.lane,
+        laneReason: lane.reason,
         window,
         explicit: false,
       });
@@ -100,17 +103,26 @@ function planDefaults(input: EvaluationInput, reports: ReportsMetric): Compariso
   };
   if (baseline !== undefined) {
     for (const resume of resumes) {
-      add(baseline, resume, resume.lane ?? (resume.topology === saved ? "exact" : "tolerance"));
+      add(baseline, resume, resume.lane ?? laneByTopology(resume.topology === saved));
     }
   }
   for (let i = 0; i < resumes.length; i++) {
     for (let j = i + 1; j < resumes.length; j++) {
       const x = resumes[i];
       const y = resumes[j];
-      if (x.topology === y.topology && x.topology !== saved) add(x, y, "exact");
+      if (x.topology === y.topology && x.topology !== saved) {
+        add(x, y, { lane: "exact", reason: "both resumes run on the same target topology" });
+      }
     }
   }
   return { comparisons, diagnostics };
+}
+
+/** The lane of a resume whose experiment did not resolve one (engine callers without a plan). */
+function laneByTopology(sameTopology: boolean): LaneChoice {
+  return sameTopology
+    ? { lane: "exact", reason: "same topology as the saved checkpoint" }
+    : { lane: "tolerance", reason: "topology differs from the saved checkpoint" };
 }
 
 /** Listed metrics both phases report; `loss` always (its absence must surface, not vanish). */

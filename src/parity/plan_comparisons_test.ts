@@ -12,7 +12,10 @@ const phases: PhaseEvidence[] = [
   phase("resume-native", "resume", { topology: "w2", resumeKind: "native" }),
   phase("resume-universal", "resume", { topology: "w4", resumeKind: "universal" }),
   phase("resume-plan-first_holder", "resume", { topology: "w4", resumeKind: "plan" }),
-  phase("resume-pinned", "resume", { topology: "w8", lane: "exact" }),
+  phase("resume-pinned", "resume", {
+    topology: "w8",
+    lane: { lane: "exact", reason: "declared in resume.pinned.lane" },
+  }),
   phase("baseline-repeat-1", "repeat", { topology: "w2" }),
 ];
 
@@ -33,6 +36,10 @@ Deno.test("planComparisons() defaults: exact on the saved topology, tolerance el
     "resume-universal~resume-plan-first_holder": "exact",
   });
   for (const c of comparisons) assert.deepEqual(c.window, { from: 21, to: 40 });
+  const reasons = Object.fromEntries(comparisons.map((c) => [c.name, c.laneReason]));
+  assert.equal(reasons["baseline~resume-pinned"], "declared in resume.pinned.lane");
+  assert.match(reasons["baseline~resume-universal"], /topology differs/);
+  assert.match(reasons["resume-universal~resume-plan-first_holder"], /same target topology/);
 });
 
 Deno.test("planComparisons() compares every listed metric both phases report", () => {

@@ -7,7 +7,7 @@
  */
 
 import { type MetricSeries, valueAt } from "../metrics/series.ts";
-import type { Diagnostic } from "../pipeline/summary.ts";
+import type { Diagnostic } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { findDigestEvent } from "./state_checks.ts";
 

@@ -8,7 +8,7 @@
  */
 
 import type { EventRecord, MetricSeries } from "../metrics/series.ts";
-import type { StateCheckSummary } from "../pipeline/summary.ts";
+import type { StateCheckSummary } from "../types/summary.ts";
 
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
 export function findDigestEvent(

@@ -5,14 +5,14 @@
  */
 
 import type { MetricSeries, MetricsFormat } from "../metrics/series.ts";
-import type { CompareEntry, Experiment } from "../experiment/schema.ts";
+import type { CompareSpec, LaneChoice, ToleranceSpec } from "../types/phase_spec.ts";
 import type {
   ComparisonSummary,
   Diagnostic,
   NoiseFloorSummary,
   StateCheckSummary,
   Verdict,
-} from "../pipeline/summary.ts";
+} from "../types/summary.ts";
 
 /** What the pipeline knows about one finished (or failed) phase. */
 export interface PhaseEvidence {
@@ -35,8 +35,8 @@ export interface PhaseEvidence {
   resumeKind?: "native" | "universal" | "plan";
   /** Topology key: equal strings are the same topology; the split's is the saved one. */
   topology?: string;
-  /** Lane against the baseline chosen by the experiment (resume phases). */
-  lane?: "exact" | "tolerance";
+  /** Resumes: the lane against the baseline and why (resolved from the experiment). */
+  lane?: LaneChoice;
 }
 
 /** Everything the engine needs to judge one run. */
@@ -50,9 +50,9 @@ export interface EvaluationInput {
   /** Metrics compared by default (experiment `metrics`, default `["loss"]`). */
   metrics: string[];
   /** Explicit comparisons; when given they replace the defaults. */
-  compare?: CompareEntry[];
+  compare?: CompareSpec[];
   /** Experiment `tolerance` (fixed rtol/atol or `auto`). */
-  tolerance?: Experiment["tolerance"];
+  tolerance?: ToleranceSpec;
   /** All phases of the run. */
   phases: PhaseEvidence[];
 }
@@ -95,4 +95,6 @@ export interface PlannedComparison {
   max_failures?: number;
   /** From `compare:` (true) or the defaults (false). */
   explicit: boolean;
+  /** Why this lane. */
+  laneReason: string;
 }

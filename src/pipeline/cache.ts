@@ -10,28 +10,15 @@
 
 import { join, relative, resolve } from "node:path";
 import { isSecretName, reapGroup } from "../process/mod.ts";
-import { PROJECT_DIR } from "./commands.ts";
+import { canonicalJson } from "../experiment/mod.ts";
+import { PROJECT_DIR } from "../presets/mod.ts";
+import type { PhaseSpec } from "../types/phase_spec.ts";
 import { sha256Hex } from "./manifest.ts";
-import { canonicalJson, type PhaseNode } from "./phases.ts";
 import { listRuns, pathExists, readJsonIfExists } from "./run_store.ts";
-import type { PhaseSummary } from "./summary.ts";
+import type { PhaseSummary } from "../types/summary.ts";
 
 /** Bump when the meaning of a key changes, so old entries stop matching. */
-const CACHE_FORMAT = 1;
-
-/** Placeholder values that are paths: abstracted in keys, since each run has its own folder. */
-const PATH_VARS = [
-  "checkpoint_dir",
-  "resume_from",
-  "plan",
-  "metrics_file",
-  "run_dir",
-  "native",
-  "universal",
-  "source_checkpoint",
-  "target",
-  "plan_out",
-];
+const CACHE_FORMAT = 2;
 
 /** What a completed phase left behind, as recorded in its phase.json. */
 export interface PhaseRecord extends PhaseSummary {
@@ -39,6 +26,7 @@ export interface PhaseRecord extends PhaseSummary {
   outputs?: {
     metrics?: string;
     checkpoint_dir?: string;
+    checkpoint_tag?: string;
     checkpoint_marker?: string;
     universal?: string;
     plan?: string;
@@ -61,13 +49,6 @@ export interface CacheHit {
   phaseDir: string;
   /** Its phase.json. */
   record: PhaseRecord;
-}
-
-/** Replaces every path placeholder value by a token naming the variable. */
-export function abstractPaths(vars: Record<string, string>): Record<string, string> {
-  const out = { ...vars };
-  for (const k of PATH_VARS) if (out[k]) out[k] = `<${k}>`;
-  return out;
 }
 
 /** The argv with the machine-specific prefixes (Deno binary, project folder) abstracted. */
@@ -138,54 +119,28 @@ export async function codeInputsDigest(
   return await sha256Hex(parts.join("\n"));
 }
 
-/** Code inputs of a phase: the declared ones, plus the reference trainer's sources for presets. */
-export function codeInputsOf(node: PhaseNode): string[] {
-  const declared = node.entry.code_inputs ?? [];
-  if (node.entry.preset !== "reference") return declared;
-  return [...declared, join(PROJECT_DIR, "src/reference"), join(PROJECT_DIR, "src/affine")];
-}
-
-/** The cache key of a phase. */
+/** The cache key of a phase: its keyed command, metrics reader, producers' keys and code. */
 export async function phaseCacheKey(
-  node: PhaseNode,
-  argv: string[],
-  env: Record<string, string>,
+  spec: PhaseSpec,
   consumedKeys: string[],
   codeDigest: string,
 ): Promise<string> {
   const keptEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (!isSecretName(k)) keptEnv[k] = v;
+  for (const [k, v] of Object.entries(spec.keyed.env)) if (!isSecretName(k)) keptEnv[k] = v;
+  const { path: _path, ...reader } = spec.metrics ?? { path: "" };
   const material = {
     format: CACHE_FORMAT,
     deno: Deno.version.deno,
-    phase: node.name,
-    role: node.role,
-    tool: node.tool,
-    argv: abstractArgv(argv),
+    phase: spec.name,
+    role: spec.role,
+    tool: spec.tool,
+    argv: abstractArgv(spec.keyed.argv),
     env: keptEnv,
-    metrics: node.entry.metrics ?? null,
+    metrics: spec.metrics ? reader : null,
     consumes: consumedKeys,
     code: codeDigest,
   };
   return (await sha256Hex(canonicalJson(material))).slice(0, 32);
-}
-
-/** Resolves argv and env of a phase with its path placeholders abstracted (the key's view). */
-export function keyedCommand(
-  argv: string[],
-  env: Record<string, string>,
-  vars: Record<string, string>,
-): { argv: string[]; env: Record<string, string> } {
-  const abstract = abstractPaths(vars);
-  const swap = (s: string) => {
-    let out = s;
-    for (const k of PATH_VARS) if (vars[k]) out = out.replaceAll(vars[k], abstract[k]);
-    return out;
-  };
-  return {
-    argv: argv.map(swap),
-    env: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, swap(v)])),
-  };
 }
 
 /** Whether the artifacts a completed phase's consumers need are still there. */
@@ -195,16 +150,10 @@ async function artifactsPresent(record: PhaseRecord): Promise<boolean> {
     if (record.artifacts_pruned) return false;
   }
   if (record.role === "split") {
-    const dir = o.checkpoint_dir;
-    if (!dir) return false;
-    let tag: string;
-    try {
-      tag = (await Deno.readTextFile(join(dir, "latest"))).trim();
-    } catch {
-      return false;
-    }
+    const tag = o.checkpoint_tag;
+    if (!tag) return false;
     const marker = o.checkpoint_marker;
-    return await pathExists(marker ? join(dir, tag, marker) : join(dir, tag));
+    return await pathExists(marker ? join(tag, marker) : tag);
   }
   if (record.role === "convert") return await pathExists(o.universal);
   if (record.role === "plan") return await pathExists(o.plan);

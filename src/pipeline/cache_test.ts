@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ExperimentObjectSchema } from "../experiment/schema.ts";
-import { codeInputsDigest, findCachedPhase, keyedCommand, phaseCacheKey } from "./cache.ts";
-import { phaseCommand, type PhasePaths } from "./commands.ts";
-import { buildPhaseGraph } from "./phases.ts";
+import { resolvePlan } from "../experiment/mod.ts";
+import { codeInputsDigest, findCachedPhase, phaseCacheKey } from "./cache.ts";
 import { writeJsonAtomic } from "./run_store.ts";
 
 const exp = (seed = 1, env: Record<string, string> = {}) =>
@@ -17,16 +16,9 @@ const exp = (seed = 1, env: Record<string, string> = {}) =>
 
 /** The key of `resume-native` for an experiment whose run folder is `runDir`. */
 async function resumeKey(e: ReturnType<typeof exp>, runDir: string, splitKey = "split-key") {
-  const node = buildPhaseGraph(e).find((n) => n.name === "resume-native")!;
-  const paths: PhasePaths = {
-    dir: `${runDir}/phases/resume-native`,
-    metricsFile: `${runDir}/phases/resume-native/metrics.jsonl`,
-    resumeFrom: `${runDir}/phases/split/checkpoints/global_step4`,
-    checkpointDir: `${runDir}/phases/split/checkpoints`,
-  };
-  const cmd = phaseCommand(e, node, paths, "/exp", {});
-  const keyed = keyedCommand(cmd.argv, cmd.env, cmd.vars);
-  return await phaseCacheKey(node, keyed.argv, keyed.env, [splitKey], "code");
+  const plan = resolvePlan(e, { runDir, baseDir: "/exp", harnessEnv: {} });
+  const spec = plan.phases.find((s) => s.name === "resume-native")!;
+  return await phaseCacheKey(spec, [splitKey], "code");
 }
 
 Deno.test("phaseCacheKey() ignores where the run folder is, but not what runs", async () => {

@@ -7,7 +7,7 @@
  */
 
 import { redactEnv } from "../process/mod.ts";
-import { PROJECT_DIR } from "./commands.ts";
+import { PROJECT_DIR } from "../presets/mod.ts";
 
 /** Version of the harness, recorded in every manifest and summary. */
 export const HARNESS_VERSION = "0.1.0";

@@ -1,12 +1,42 @@
 /**
  * Verifies a plan file written by a planner phase and turns the verifier's statistics into
- * the `plan_sync[]` entry of summary.json. Every plan is verified, whoever produced it.
+ * the `plan_sync[]` entry of summary.json (docs/plan-sync.md). Every plan is verified, whoever
+ * produced it.
  *
  * @module
  */
 
-import { planSyncSummary, verifyPlan } from "../affine/mod.ts";
-import type { PlanSyncSummary } from "./summary.ts";
+import { type PlanVerdict, verifyPlan } from "../affine/mod.ts";
+import type { PlanSyncSummary } from "../types/summary.ts";
+
+/** The `plan_sync[]` record of one policy's plan from the verifier's verdict. */
+export function planSyncSummary(
+  phase: string,
+  policy: string,
+  verdict: PlanVerdict,
+): PlanSyncSummary {
+  const s = verdict.stats;
+  const out: PlanSyncSummary = {
+    policy,
+    phase,
+    verified: verdict.ok,
+    segments: s?.segments ?? 0,
+    moved_bytes: s?.movedBytes ?? 0,
+    local_bytes: s?.localBytes ?? 0,
+    max_process_bytes: s?.maxProcessSendBytes ?? 0,
+    mean_process_bytes: s?.meanProcessSendBytes ?? 0,
+  };
+  if (verdict.error) out.error = verdict.error;
+  if (s) {
+    const per: NonNullable<PlanSyncSummary["per_process"]> = {};
+    for (const [proc, send] of Object.entries(s.sendBytesByProcess)) per[proc] = { send, recv: 0 };
+    for (const [proc, recv] of Object.entries(s.receiveBytesByProcess)) {
+      per[proc] = { send: per[proc]?.send ?? 0, recv };
+    }
+    out.per_process = per;
+  }
+  return out;
+}
 
 /** Reads, verifies and summarises one plan file; never throws for a bad or unreadable plan. */
 export async function checkPlanFile(
@@ -19,23 +49,9 @@ export async function checkPlanFile(
     raw = JSON.parse(await Deno.readTextFile(path));
   } catch (e) {
     return {
-      ...planSyncSummary(policy, { ok: false, error: null, stats: null, executed: false }),
-      phase,
+      ...planSyncSummary(phase, policy, { ok: false, error: null, stats: null, executed: false }),
       error: `unreadable plan ${path}: ${e instanceof Error ? e.message : e}`,
     };
   }
-  const verdict = verifyPlan(raw);
-  const summary: PlanSyncSummary = { ...planSyncSummary(policy, verdict), phase };
-  const stats = verdict.stats;
-  if (stats) {
-    const per: NonNullable<PlanSyncSummary["per_process"]> = {};
-    for (const [proc, send] of Object.entries(stats.sendBytesByProcess)) {
-      per[proc] = { send, recv: 0 };
-    }
-    for (const [proc, recv] of Object.entries(stats.receiveBytesByProcess)) {
-      per[proc] = { send: per[proc]?.send ?? 0, recv };
-    }
-    summary.per_process = per;
-  }
-  return summary;
+  return planSyncSummary(phase, policy, verifyPlan(raw));
 }

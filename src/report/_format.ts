@@ -1,6 +1,6 @@
 // Text helpers shared by the Markdown, HTML and JUnit writers.
 
-import type { Verdict } from "../pipeline/summary.ts";
+import type { Verdict } from "../types/summary.ts";
 
 /** Emoji shown before a verdict (GitHub renders these in headings and tables). */
 export const VERDICT_EMOJI: Record<Verdict | "N/A", string> = {

@@ -1,6 +1,6 @@
 // The report's tables as plain data, so Markdown and HTML show exactly the same content.
 
-import type { ComparisonSummary, PhaseSummary, Verdict } from "../pipeline/summary.ts";
+import type { ComparisonSummary, PhaseSummary, Verdict } from "../types/summary.ts";
 import { ulpDistanceIn, type UlpUnit } from "../parity/ulp.ts";
 import { bytes, count, exact, seconds, stat, verdictLabel } from "./_format.ts";
 import type { LoadedRun } from "./load_run.ts";

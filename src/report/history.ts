@@ -10,7 +10,7 @@ import { parse } from "csv-parse/sync";
 import { stringify } from "csv-stringify/sync";
 import { historyTrendSpec, type TrendPoint } from "../charts/history_trend.ts";
 import { writeChart } from "../charts/render.ts";
-import type { RunSummary } from "../pipeline/summary.ts";
+import type { RunSummary } from "../types/summary.ts";
 import { mdTable } from "./markdown.ts";
 import { exact, stat, verdictLabel } from "./_format.ts";
 import type { Table } from "./_tables.ts";

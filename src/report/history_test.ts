@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { captureConsole } from "../_test_console.ts";
 import { parse } from "csv-parse/sync";
-import type { RunSummary } from "../pipeline/summary.ts";
+import type { RunSummary } from "../types/summary.ts";
 import { makeFixtureRun } from "./testdata/make_fixture.ts";
 import {
   appendHistory,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { RunSummary } from "../pipeline/summary.ts";
+import type { RunSummary } from "../types/summary.ts";
 import { exact, stripAnsi } from "./_format.ts";
 
 /** What the JUnit writer needs of a run. */

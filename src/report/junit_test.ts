@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { RunSummary } from "../pipeline/summary.ts";
+import type { RunSummary } from "../types/summary.ts";
 import { makeFixtureRun } from "./testdata/make_fixture.ts";
 import { validateJunit, type XmlElement } from "./testdata/junit_shape.ts";
 import { renderJunit, xmlAttr, xmlText } from "./junit.ts";

@@ -9,7 +9,7 @@
 import { parse as parseYaml } from "yaml";
 import { type LossTable, parseLossesCsv, type Series, seriesOf } from "../charts/losses_table.ts";
 import { DEFAULT_MAX_POINTS } from "../charts/downsample.ts";
-import type { ComparisonSummary, RunSummary } from "../pipeline/summary.ts";
+import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
 import { stripAnsi, tailLines } from "./_format.ts";
 
 /** Lines of log kept for ERROR phases. */

@@ -26,7 +26,7 @@ import {
   unjudgedTitle,
 } from "./_tables.ts";
 import type { LoadedRun } from "./load_run.ts";
-import type { Verdict } from "../pipeline/summary.ts";
+import type { Verdict } from "../types/summary.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */
 export function reportMarker(experiment: string): string {

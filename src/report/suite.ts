@@ -6,7 +6,7 @@
  */
 
 import { relative } from "node:path";
-import { type RunSummary, VERDICT_RANK } from "../pipeline/summary.ts";
+import { type RunSummary, VERDICT_RANK } from "../types/summary.ts";
 import { escapeHtml, seconds, verdictLabel } from "./_format.ts";
 import { renderJunit } from "./junit.ts";
 import { REPORT_CSS } from "./html.ts";

@@ -7,12 +7,7 @@
  */
 
 import { ulpDistance64 } from "../../parity/ulp.ts";
-import type {
-  ComparisonSummary,
-  PhaseSummary,
-  RunSummary,
-  Verdict,
-} from "../../pipeline/summary.ts";
+import type { ComparisonSummary, PhaseSummary, RunSummary, Verdict } from "../../types/summary.ts";
 
 /** Options of {@link makeFixtureRun}. */
 export interface FixtureOptions {

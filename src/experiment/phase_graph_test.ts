@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { ExperimentObjectSchema } from "../experiment/schema.ts";
-import { buildPhaseGraph, canonicalJson, dependentsOf, topologyKey } from "./phases.ts";
+import { canonicalJson } from "./canonical_json.ts";
+import { dependentsOf, phaseGraph } from "./phase_graph.ts";
+import { ExperimentObjectSchema } from "./schema.ts";
 
 const placement = (ranks: number[][]) => ({
   version: 1,
@@ -29,8 +30,8 @@ function experiment(extra: Record<string, unknown> = {}) {
   });
 }
 
-Deno.test("buildPhaseGraph() orders phases and wires what each consumes", () => {
-  const nodes = buildPhaseGraph(experiment({ noise_floor: { repeats: 2 } }));
+Deno.test("phaseGraph() orders phases and wires what each consumes", () => {
+  const nodes = phaseGraph(experiment({ noise_floor: { repeats: 2 } }));
   assert.deepEqual(nodes.map((n) => n.name), [
     "baseline",
     "split",
@@ -55,15 +56,8 @@ Deno.test("buildPhaseGraph() orders phases and wires what each consumes", () => 
   );
 });
 
-Deno.test("buildPhaseGraph() gives a resume on the saved topology the split's topology key", () => {
-  const byName = new Map(buildPhaseGraph(experiment()).map((n) => [n.name, n]));
-  assert.equal(byName.get("resume-native")!.topology, byName.get("split")!.topology);
-  assert.equal(byName.get("resume-universal")!.topology, byName.get("split")!.topology);
-  assert.notEqual(byName.get("resume-reshard")!.topology, byName.get("split")!.topology);
-});
-
-Deno.test("buildPhaseGraph() adds a plan and a plan resume per policy sharing the reshard topology", () => {
-  const nodes = buildPhaseGraph(experiment({
+Deno.test("phaseGraph() adds a plan and a plan resume per policy on the target's arguments", () => {
+  const nodes = phaseGraph(experiment({
     plan_sync: {
       target: { world_size: 2, placement: placement([[0, 3], [1, 2, 3]]) },
       policies: ["first_holder", "balanced"],
@@ -74,32 +68,21 @@ Deno.test("buildPhaseGraph() adds a plan and a plan resume per policy sharing th
   const planResume = byName.get("resume-plan-balanced")!;
   assert.deepEqual(planResume.consumes, ["plan-balanced", "split"]);
   assert.equal(planResume.resumeKind, "plan");
-  assert.equal(planResume.topology, byName.get("resume-reshard")!.topology);
+  assert.deepEqual(planResume.args, byName.get("resume-reshard")!.args);
 });
 
-Deno.test("buildPhaseGraph() needs no convert phase without a universal resume", () => {
-  const nodes = buildPhaseGraph(experiment({ resume: { native: { from: "native" } } }));
+Deno.test("phaseGraph() needs no convert phase without a universal resume", () => {
+  const nodes = phaseGraph(experiment({ resume: { native: { from: "native" } } }));
   assert.ok(!nodes.some((n) => n.name === "convert"));
 });
 
 Deno.test("dependentsOf() follows consumption transitively", () => {
-  const nodes = buildPhaseGraph(experiment());
+  const nodes = phaseGraph(experiment());
   assert.deepEqual(
     [...dependentsOf(nodes, "split")].sort(),
     ["convert", "resume-native", "resume-reshard", "resume-universal"],
   );
   assert.deepEqual([...dependentsOf(nodes, "baseline")], []);
-});
-
-Deno.test("topologyKey() ignores faults for the reference preset but not for commands", () => {
-  assert.equal(
-    topologyKey({ world_size: 2, fault: "x" }, true),
-    topologyKey({ world_size: 2 }, true),
-  );
-  assert.notEqual(
-    topologyKey({ world_size: 2, fault: "x" }, false),
-    topologyKey({ world_size: 2 }, false),
-  );
 });
 
 Deno.test("canonicalJson() sorts keys at every depth", () => {

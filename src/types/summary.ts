@@ -57,6 +57,8 @@ export interface ComparisonSummary {
   metric: string;
   /** `exact` (bit equality) or `tolerance` (rtol/atol with a failure budget). */
   lane: "exact" | "tolerance";
+  /** Why this lane: declared in the file, or same/different declared topology. */
+  lane_reason?: string;
   /** Verdict of this comparison. */
   verdict: Verdict;
   /** First step of the window. */
@@ -227,7 +229,7 @@ export interface RunSummary {
   git_commit?: string | null;
 }
 
-/** Exit code of each verdict (ARCHITECTURE.md contract). */
+/** Exit code of each verdict (README, "Exit codes"). */
 export const EXIT_CODES: Record<Verdict, number> = { PASS: 0, FAIL: 1, ERROR: 3, ABSTAIN: 4 };
 
 /**

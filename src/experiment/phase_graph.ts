@@ -1,0 +1,178 @@
+/**
+ * The phase graph: which fresh-process phases an experiment produces, in run order, what each
+ * consumes, which program runs it and with which arguments. The one place the phase list is
+ * built; the rules check `compare:` against it and {@link resolvePlan} turns it into specs.
+ * Pure: no process is started and nothing is read or written.
+ *
+ * @module
+ */
+
+import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
+import type { PhaseTool, ResumeKind } from "../types/phase_spec.ts";
+import type { PhaseRole } from "../types/summary.ts";
+import type { Experiment, ProcessEntry, ResumeEntry, TrainerArgs } from "./schema.ts";
+
+/** One node of the phase graph. */
+export interface PhaseNode {
+  /** Unique phase name: `baseline`, `split`, `convert`, `resume-<name>`, `plan-<policy>`... */
+  name: string;
+  /** What the phase does. */
+  role: PhaseRole;
+  /** Program that runs it. */
+  tool: PhaseTool;
+  /** The configured entry of that program (undefined only in an invalid experiment). */
+  entry: ProcessEntry | undefined;
+  /** Phases whose outputs it needs (all must end ok first). */
+  consumes: string[];
+  /** Arguments in force (see {@link programArgs}; resumes add their overrides). */
+  args: TrainerArgs;
+  /** Last optimizer step this phase runs. */
+  stopAt: number;
+  /** Step after which the phase saves (split only). */
+  saveAt?: number;
+  /** For training phases that start from a checkpoint. */
+  resumeKind?: ResumeKind;
+  /** The resume entry of a `resume-<name>` phase. */
+  resume?: ResumeEntry;
+  /** Its `<name>`. */
+  resumeName?: string;
+  /** Replica policy of plan phases and plan resumes. */
+  policy?: string;
+}
+
+/** `override` over `base` (shallow: a key in `override` replaces the same key of `base`). */
+export function mergeArgs(
+  base: TrainerArgs | undefined,
+  override: TrainerArgs | undefined,
+): TrainerArgs {
+  return { ...(base ?? {}), ...(override ?? {}) };
+}
+
+/** The preset of the trainer, when it is one. */
+export function trainerPreset(exp: Experiment): PresetDescriptor | undefined {
+  return presetNamed(exp.trainer.preset);
+}
+
+/**
+ * The program entry a tool runs: the experiment's own, else (converter, planner) the trainer's
+ * preset when that preset provides the tool, else undefined.
+ */
+export function programEntry(exp: Experiment, tool: PhaseTool): ProcessEntry | undefined {
+  if (tool === "trainer") return exp.trainer;
+  const own = tool === "converter" ? exp.converter : exp.planner;
+  if (own) return own;
+  const preset = trainerPreset(exp);
+  return preset?.tools.includes(tool) ? { preset: preset.name, timeout: 3600 } : undefined;
+}
+
+/**
+ * The arguments every phase of a program sees, so `${args.<key>}` is known in all of them: the
+ * trainer's own `args` (resume phases only add to them); for the converter `trainer.args` merged
+ * with `converter.args`; for the planner `trainer.args`, then `plan_sync.target`, then
+ * `planner.args`.
+ */
+export function programArgs(exp: Experiment, tool: PhaseTool): TrainerArgs {
+  const trainer = exp.trainer.args ?? {};
+  if (tool === "trainer") return { ...trainer };
+  if (tool === "converter") return mergeArgs(trainer, exp.converter?.args);
+  return mergeArgs(mergeArgs(trainer, exp.plan_sync?.target), exp.planner?.args);
+}
+
+/**
+ * Builds the phase graph of an experiment, in execution order: baseline, split, native
+ * resumes, convert (when a resume is universal), universal resumes, plans and plan resumes,
+ * then the noise-floor repeats (last, so a verdict on the resumes comes before the extra cost).
+ * The plan path reads the native checkpoint, so plan sync alone adds no convert phase.
+ */
+export function phaseGraph(exp: Experiment): PhaseNode[] {
+  const baseArgs = exp.trainer.args ?? {};
+  const steps = exp.schedule.steps;
+  const saveAt = exp.schedule.save_at;
+  const train = (name: string, role: PhaseRole, extra: Partial<PhaseNode> = {}): PhaseNode => ({
+    name,
+    role,
+    tool: "trainer",
+    entry: exp.trainer,
+    consumes: [],
+    args: baseArgs,
+    stopAt: steps,
+    ...extra,
+  });
+  const nodes: PhaseNode[] = [train("baseline", "baseline")];
+  nodes.push(train("split", "split", { stopAt: saveAt, saveAt }));
+
+  const resumes = Object.entries(exp.resume);
+  const resumeNode = (name: string, resume: ResumeEntry, consumes: string[]) =>
+    train(`resume-${name}`, "resume", {
+      consumes,
+      args: mergeArgs(baseArgs, resume.args),
+      resumeKind: resume.from,
+      resume,
+      resumeName: name,
+    });
+  for (const [name, r] of resumes) {
+    if (r.from === "native") nodes.push(resumeNode(name, r, ["split"]));
+  }
+  if (resumes.some(([, r]) => r.from === "universal")) {
+    nodes.push({
+      name: "convert",
+      role: "convert",
+      tool: "converter",
+      entry: programEntry(exp, "converter"),
+      consumes: ["split"],
+      args: programArgs(exp, "converter"),
+      stopAt: saveAt,
+    });
+    for (const [name, r] of resumes) {
+      if (r.from === "universal") nodes.push(resumeNode(name, r, ["convert"]));
+    }
+  }
+  if (exp.plan_sync) {
+    const planner = programEntry(exp, "planner");
+    const plannerArgs = programArgs(exp, "planner");
+    for (const policy of exp.plan_sync.policies) {
+      nodes.push({
+        name: `plan-${policy}`,
+        role: "plan",
+        tool: "planner",
+        entry: planner,
+        consumes: ["split"],
+        args: plannerArgs,
+        policy,
+        stopAt: saveAt,
+      });
+    }
+    if (exp.plan_sync.resume) {
+      const targetArgs = mergeArgs(baseArgs, exp.plan_sync.target);
+      for (const policy of exp.plan_sync.policies) {
+        nodes.push(train(`resume-plan-${policy}`, "resume", {
+          consumes: [`plan-${policy}`, "split"],
+          args: targetArgs,
+          resumeKind: "plan",
+          policy,
+        }));
+      }
+    }
+  }
+  for (let k = 1; k <= exp.noise_floor.repeats; k++) {
+    nodes.push(train(`baseline-repeat-${k}`, "repeat"));
+  }
+  return nodes;
+}
+
+/** Every phase that (transitively) consumes `name`. */
+export function dependentsOf(nodes: readonly { name: string; consumes: string[] }[], name: string) {
+  const out = new Set<string>();
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const n of nodes) {
+      if (out.has(n.name)) continue;
+      if (n.consumes.some((c) => c === name || out.has(c))) {
+        out.add(n.name);
+        grew = true;
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,334 @@
+/**
+ * Compiles a validated experiment, once, into the resolved phase plan for one run folder: every
+ * phase's argv, environment, working folder, artifact paths, metrics source, completion marker,
+ * code inputs, topology and lane. The runner schedules and caches these specs, the judge reads
+ * them, `parity plan` prints them; nothing downstream re-reads the experiment.
+ *
+ * All paths lie in the run folder. A phase reused from the cache is linked into it (see the
+ * runner), so a consumer's command never depends on where its producer actually ran.
+ *
+ * @module
+ */
+
+import { isAbsolute, join, resolve } from "node:path";
+import { argText, type PresetDescriptor, presetNamed, topologyArgs } from "../presets/mod.ts";
+import type {
+  LaneChoice,
+  MetricsSpec,
+  PhasePaths,
+  PhaseSpec,
+  ResolvedPlan,
+} from "../types/phase_spec.ts";
+import { canonicalJson } from "./canonical_json.ts";
+import { phaseGraph, type PhaseNode } from "./phase_graph.ts";
+import { interpolate } from "./placeholders.ts";
+import type { Experiment, TrainerArgs } from "./schema.ts";
+
+/** Topology arguments of a `command:` trainer that declares none (docs/experiment-files.md). */
+export const DEFAULT_TOPOLOGY_ARGS: readonly string[] = [
+  "world_size",
+  "ep_size",
+  "autoep_size",
+  "placement",
+  "zero_stage",
+  "tp_size",
+  "pp_size",
+];
+
+/** Placeholder values that are paths: replaced by tokens in the cache's view of a command. */
+const PATH_VARS = [
+  "checkpoint_dir",
+  "resume_from",
+  "plan",
+  "metrics_file",
+  "run_dir",
+  "native",
+  "universal",
+  "source_checkpoint",
+  "target",
+  "plan_out",
+] as const;
+
+/** Where the compiled plan lives and what `${env.NAME}` and relative paths resolve against. */
+export interface ResolveContext {
+  /** The run folder (`<results>/<experiment>/<run-id>`). */
+  runDir: string;
+  /** Folder that relative `cwd` and metrics paths resolve against (the experiment file's). */
+  baseDir: string;
+  /** Environment visible to `${env.NAME}` placeholders. */
+  harnessEnv: Record<string, string>;
+}
+
+/** Compiles `exp` into the specs of one run in `ctx.runDir`. */
+export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan {
+  const nodes = phaseGraph(exp);
+  const preset = presetNamed(exp.trainer.preset);
+  const topologyKeys = preset ? topologyArgs(preset) : [
+    ...(exp.trainer.topology_args ?? DEFAULT_TOPOLOGY_ARGS),
+  ];
+  const saved = pick(exp.trainer.args ?? {}, topologyKeys);
+  const tag = interpolate(exp.trainer.checkpoint_tag ?? "global_step${save_at}", {
+    save_at: String(exp.schedule.save_at),
+    steps: String(exp.schedule.steps),
+    seed: String(exp.seed),
+    experiment: exp.name,
+  });
+  const paths = new Map<string, PhasePaths>();
+  const phases = nodes.map((node) => {
+    const own = phasePaths(exp, node, ctx.runDir, tag, (name) => paths.get(name));
+    paths.set(node.name, own);
+    const topology = pick(node.args, topologyKeys);
+    return compilePhase(exp, node, own, ctx, {
+      topology,
+      lane: node.role === "resume" ? chooseLane(node, topology, saved) : undefined,
+    });
+  });
+  return {
+    experiment: exp.name,
+    runDir: ctx.runDir,
+    seed: exp.seed,
+    parallel: exp.parallel,
+    keepCheckpoints: exp.keep_checkpoints,
+    phases,
+    judge: {
+      steps: exp.schedule.steps,
+      saveAt: exp.schedule.save_at,
+      metrics: exp.metrics,
+      compare: exp.compare,
+      tolerance: exp.tolerance,
+    },
+  };
+}
+
+function pick(args: TrainerArgs, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) if (args[key] !== undefined) out[key] = args[key];
+  return out;
+}
+
+/**
+ * The lane of a resume against the baseline: declared in the file, else exact on the saved
+ * topology and tolerance on another one (reduction order changes with the layout). Arguments
+ * that are not topology never change the lane.
+ */
+function chooseLane(
+  node: PhaseNode,
+  topology: Record<string, unknown>,
+  saved: Record<string, unknown>,
+): LaneChoice {
+  if (node.resume?.lane) {
+    return {
+      lane: node.resume.lane,
+      reason: node.resume.lane_reason ?? `declared in resume.${node.resumeName}.lane`,
+    };
+  }
+  const changed = [...new Set([...Object.keys(saved), ...Object.keys(topology)])].sort()
+    .filter((key) => canonicalJson(saved[key]) !== canonicalJson(topology[key]));
+  if (changed.length === 0) {
+    return { lane: "exact", reason: "same topology as the saved checkpoint" };
+  }
+  const what = changed.map((key) => `${key} ${short(saved[key])} → ${short(topology[key])}`);
+  return {
+    lane: "tolerance",
+    reason: `topology differs from the saved checkpoint (${what.join(", ")})`,
+  };
+}
+
+function short(value: unknown): string {
+  if (value === undefined) return "unset";
+  const text = argText(value);
+  return text.length > 24 ? `${text.slice(0, 21)}...` : text;
+}
+
+/** The artifact paths of a phase; `pathsOf` gives those of phases earlier in the graph. */
+function phasePaths(
+  exp: Experiment,
+  node: PhaseNode,
+  runDir: string,
+  tag: string,
+  pathsOf: (phase: string) => PhasePaths | undefined,
+): PhasePaths {
+  const dir = join(runDir, "phases", node.name);
+  const paths: PhasePaths = { dir, metricsFile: join(dir, "metrics.jsonl") };
+  const splitRoot = join(runDir, "phases", "split", "checkpoints");
+  const splitTag = join(splitRoot, tag);
+  if (node.role === "split") {
+    paths.checkpointDir = splitRoot;
+    paths.checkpointTag = splitTag;
+  }
+  if (node.role === "convert") {
+    paths.native = splitTag;
+    paths.universal = join(dir, `global_step${exp.schedule.save_at}_universal`);
+  }
+  if (node.role === "plan") {
+    paths.native = splitTag;
+    paths.target = join(dir, "target.json");
+    paths.planOut = join(dir, "plan.json");
+  }
+  if (node.role === "resume") {
+    if (node.resumeKind === "universal") {
+      const convert = pathsOf("convert");
+      paths.resumeFrom = convert?.universal;
+      paths.checkpointDir = convert?.dir;
+    } else {
+      paths.resumeFrom = splitTag;
+      paths.checkpointDir = splitRoot;
+      if (node.resumeKind === "plan") paths.plan = pathsOf(`plan-${node.policy}`)?.planOut;
+    }
+  }
+  return paths;
+}
+
+/** The trainer-contract placeholder values of a phase (README, "The trainer contract"). */
+function phaseVars(
+  exp: Experiment,
+  node: PhaseNode,
+  paths: PhasePaths,
+  harnessEnv: Record<string, string>,
+): Record<string, string> {
+  const vars: Record<string, string> = {
+    phase: node.name,
+    experiment: exp.name,
+    steps: String(exp.schedule.steps),
+    stop_at: String(node.stopAt),
+    save_at: node.saveAt !== undefined ? String(node.saveAt) : "",
+    seed: String(exp.seed),
+    checkpoint_dir: paths.checkpointDir ?? "",
+    resume_from: paths.resumeFrom ?? "",
+    resume_kind: node.resumeKind ?? "",
+    plan: paths.plan ?? "",
+    metrics_file: paths.metricsFile,
+    run_dir: paths.dir,
+    native: paths.native ?? "",
+    universal: paths.universal ?? "",
+    source_checkpoint: paths.native ?? "",
+    target: paths.target ?? "",
+    policy: node.policy ?? "",
+    plan_out: paths.planOut ?? "",
+  };
+  for (const [k, v] of Object.entries(node.args)) {
+    if (v !== undefined) vars[`args.${k}`] = argText(v);
+  }
+  for (const [k, v] of Object.entries(harnessEnv)) vars[`env.${k}`] = v;
+  return vars;
+}
+
+/** The `PARITY_*` variables of the trainer contract. */
+function parityEnv(vars: Record<string, string>): Record<string, string> {
+  return {
+    PARITY_PHASE: vars.phase,
+    PARITY_STEPS: vars.steps,
+    PARITY_STOP_AT: vars.stop_at,
+    PARITY_SAVE_AT: vars.save_at,
+    PARITY_SEED: vars.seed,
+    PARITY_CHECKPOINT_DIR: vars.checkpoint_dir,
+    PARITY_RESUME_FROM: vars.resume_from,
+    PARITY_RESUME_KIND: vars.resume_kind,
+    PARITY_PLAN: vars.plan,
+    PARITY_METRICS_FILE: vars.metrics_file,
+    PARITY_RUN_DIR: vars.run_dir,
+  };
+}
+
+function compilePhase(
+  exp: Experiment,
+  node: PhaseNode,
+  paths: PhasePaths,
+  ctx: ResolveContext,
+  judged: { topology: Record<string, unknown>; lane?: LaneChoice },
+): PhaseSpec {
+  const entry = node.entry;
+  if (!entry) throw new Error(`internal: phase ${node.name} has no program (invalid experiment)`);
+  const preset = presetNamed(entry.preset);
+  const vars = phaseVars(exp, node, paths, ctx.harnessEnv);
+  const presetCtx = {
+    tool: node.tool,
+    vars,
+    args: node.args,
+    elementSize: exp.plan_sync?.element_size ?? 4,
+  };
+  const argv = preset
+    ? preset.argv(presetCtx)
+    : (entry.command ?? []).map((t) => interpolate(t, vars));
+  const env: Record<string, string> = { ...parityEnv(vars), ...preset?.env?.(presetCtx) };
+  for (const [k, v] of Object.entries({ ...entry.env, ...node.resume?.env })) {
+    env[k] = interpolate(v, vars);
+  }
+  const cwd = entry.cwd ? resolve(ctx.baseDir, interpolate(entry.cwd, vars)) : paths.dir;
+  const spec: PhaseSpec = {
+    name: node.name,
+    role: node.role,
+    tool: node.tool,
+    consumes: node.consumes,
+    stopAt: node.stopAt,
+    args: node.args,
+    topology: judged.topology,
+    topologyKey: canonicalJson(judged.topology),
+    argv,
+    env,
+    cwd,
+    timeoutS: entry.timeout,
+    keyed: keyedCommand(argv, env, vars),
+    paths,
+    codeInputs: [...(entry.code_inputs ?? []), ...(preset?.codeInputs ?? [])],
+  };
+  if (node.saveAt !== undefined) spec.saveAt = node.saveAt;
+  if (node.resumeKind) spec.resumeKind = node.resumeKind;
+  if (node.policy) spec.policy = node.policy;
+  if (judged.lane) spec.lane = judged.lane;
+  const gradAccum = declaredGradAccum(exp, preset, node.args);
+  if (gradAccum !== undefined) spec.gradAccum = gradAccum;
+  if (node.tool === "trainer") spec.metrics = metricsSpec(entry.metrics, preset, vars, ctx.baseDir);
+  const marker = entry.checkpoint_marker ?? preset?.checkpointMarker;
+  if (node.role === "split" && marker) spec.checkpointMarker = marker;
+  if (entry.retry) spec.retry = entry.retry;
+  if (node.tool === "planner") {
+    const { fault: _fault, ...target } = node.args;
+    spec.target = target;
+  }
+  return spec;
+}
+
+/** Gradient accumulation as declared: `schedule.grad_accum`, else the preset's argument. */
+function declaredGradAccum(
+  exp: Experiment,
+  preset: PresetDescriptor | undefined,
+  args: TrainerArgs,
+): number | undefined {
+  if (exp.schedule.grad_accum !== undefined) return exp.schedule.grad_accum;
+  const value = preset?.gradAccumArg ? args[preset.gradAccumArg] : undefined;
+  return typeof value === "number" ? value : undefined;
+}
+
+function metricsSpec(
+  metrics: Experiment["trainer"]["metrics"],
+  preset: PresetDescriptor | undefined,
+  vars: Record<string, string>,
+  baseDir: string,
+): MetricsSpec {
+  const raw = metrics?.path ? interpolate(metrics.path, vars) : vars.metrics_file;
+  const spec: MetricsSpec = {
+    path: isAbsolute(raw) ? raw : resolve(baseDir, raw),
+    format: metrics?.format ?? preset?.metricsFormat ?? "jsonl",
+  };
+  if (metrics?.pattern !== undefined) spec.pattern = metrics.pattern;
+  if (metrics?.step_unit !== undefined) spec.step_unit = metrics.step_unit;
+  if (metrics?.samples_per_step !== undefined) spec.samples_per_step = metrics.samples_per_step;
+  return spec;
+}
+
+/** argv and env with every path placeholder's value replaced by a token naming it. */
+function keyedCommand(
+  argv: string[],
+  env: Record<string, string>,
+  vars: Record<string, string>,
+): { argv: string[]; env: Record<string, string> } {
+  // Longest first, so a folder never replaces the head of a longer path inside it.
+  const swaps = PATH_VARS.filter((k) => vars[k]).map((k) => [vars[k], `<${k}>`] as const)
+    .sort((a, b) => b[0].length - a[0].length);
+  const swap = (s: string) => swaps.reduce((out, [from, to]) => out.replaceAll(from, to), s);
+  return {
+    argv: argv.map(swap),
+    env: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, swap(v)])),
+  };
+}

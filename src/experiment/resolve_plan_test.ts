@@ -1,0 +1,218 @@
+import assert from "node:assert/strict";
+import { REFERENCE_CLI } from "../presets/mod.ts";
+import type { PhaseSpec } from "../types/phase_spec.ts";
+import { resolvePlan } from "./resolve_plan.ts";
+import { ExperimentObjectSchema } from "./schema.ts";
+
+function experiment(extra: Record<string, unknown>) {
+  return ExperimentObjectSchema.parse({
+    name: "cmd",
+    seed: 7,
+    schedule: { steps: 40, save_at: 20 },
+    resume: { native: { from: "native" }, universal: { from: "universal" } },
+    ...extra,
+  });
+}
+
+const placement = {
+  version: 1,
+  num_experts: 2,
+  ep_size: 2,
+  ranks: [{ rank: 0, experts: [0] }, { rank: 1, experts: [1] }],
+};
+
+const reference = experiment({
+  trainer: {
+    preset: "reference",
+    args: { world_size: 4, ep_size: 2, fault: "drop-exp-avg-sq", placement },
+  },
+});
+
+function specs(exp: ReturnType<typeof experiment>, runDir = "/r", env = {}) {
+  const plan = resolvePlan(exp, { runDir, baseDir: "/exp", harnessEnv: env });
+  return new Map(plan.phases.map((s) => [s.name, s]));
+}
+
+const flagOf = (spec: PhaseSpec) => (name: string) => spec.argv[spec.argv.indexOf(name) + 1];
+
+Deno.test("resolvePlan() expands the reference preset for a split: schedule, save, topology, fault", () => {
+  const split = specs(reference).get("split")!;
+  assert.deepEqual(split.argv.slice(0, 6), [
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--quiet",
+    REFERENCE_CLI,
+    "train",
+  ]);
+  const flag = flagOf(split);
+  assert.equal(flag("--steps"), "40", "the schedule always spans every step");
+  assert.equal(flag("--stop-at"), "20");
+  assert.equal(flag("--save-at"), "20");
+  assert.equal(flag("--checkpoint-dir"), "/r/phases/split/checkpoints");
+  assert.equal(flag("--seed"), "7");
+  assert.equal(flag("--world-size"), "4");
+  assert.equal(flag("--placement"), JSON.stringify(placement), "objects become JSON");
+  assert.equal(flag("--fault"), "drop-exp-avg-sq", "the fault reaches every reference process");
+  assert.ok(!split.argv.includes("--resume-from"));
+  assert.equal(split.env.PARITY_SAVE_AT, "20");
+  assert.equal(split.env.PARITY_RESUME_FROM, "");
+  assert.equal(split.cwd, "/r/phases/split", "a phase works in its own folder by default");
+  assert.equal(split.paths.checkpointTag, "/r/phases/split/checkpoints/global_step20");
+  assert.equal(split.checkpointMarker, "checkpoint_complete.json", "the preset's marker");
+  assert.equal(split.metrics?.format, "jsonl");
+  assert.equal(split.metrics?.path, "/r/phases/split/metrics.jsonl");
+});
+
+Deno.test("resolvePlan() gives a resume its checkpoint and kind, and the converter its folders", () => {
+  const all = specs(reference);
+  const resume = all.get("resume-universal")!;
+  const flag = flagOf(resume);
+  const universal = "/r/phases/convert/global_step20_universal";
+  assert.equal(flag("--resume-from"), universal);
+  assert.equal(flag("--resume-kind"), "universal");
+  assert.ok(!resume.argv.includes("--save-at"), "only the split saves");
+  assert.equal(resume.env.PARITY_RESUME_KIND, "universal");
+  assert.equal(
+    all.get("resume-native")!.env.PARITY_RESUME_FROM,
+    all.get("split")!.paths.checkpointTag,
+  );
+  assert.deepEqual(all.get("convert")!.argv.slice(5), [
+    "convert",
+    "--input_folder",
+    "/r/phases/split/checkpoints/global_step20",
+    "--output_folder",
+    universal,
+    "--fault",
+    "drop-exp-avg-sq",
+  ]);
+});
+
+Deno.test("resolvePlan() interpolates a command template, its env and a relative cwd", () => {
+  const exp = experiment({
+    trainer: {
+      command: [
+        "python",
+        "train.py",
+        "--steps",
+        "${steps}",
+        "--out",
+        "${metrics_file}",
+        "--ws",
+        "${args.world_size}",
+      ],
+      env: { HOME_DIR: "${env.HOME}", PHASE_NAME: "${phase}" },
+      cwd: "work",
+      args: { world_size: 8 },
+      timeout: 30,
+    },
+    converter: { command: ["conv", "${native}", "${universal}"] },
+  });
+  const baseline = specs(exp, "/r", { HOME: "/home/me" }).get("baseline")!;
+  assert.deepEqual(baseline.argv, [
+    "python",
+    "train.py",
+    "--steps",
+    "40",
+    "--out",
+    "/r/phases/baseline/metrics.jsonl",
+    "--ws",
+    "8",
+  ]);
+  assert.equal(baseline.env.HOME_DIR, "/home/me");
+  assert.equal(baseline.env.PHASE_NAME, "baseline");
+  assert.equal(baseline.env.PARITY_METRICS_FILE, "/r/phases/baseline/metrics.jsonl");
+  assert.equal(baseline.cwd, "/exp/work", "relative to the experiment file's folder");
+  assert.equal(baseline.timeoutS, 30);
+  assert.equal(baseline.checkpointMarker, undefined);
+});
+
+Deno.test("resolvePlan() abstracts the run folder in the cache's view of a command", () => {
+  const a = specs(reference, "/results/x/run-a").get("resume-native")!;
+  const b = specs(reference, "/elsewhere/x/run-b").get("resume-native")!;
+  assert.notDeepEqual(a.argv, b.argv);
+  assert.deepEqual(a.keyed, b.keyed);
+  assert.ok(a.keyed.argv.includes("<resume_from>"));
+  assert.ok(!JSON.stringify(a.keyed).includes("run-a"));
+});
+
+Deno.test("resolvePlan() chooses each resume's lane from declared topology, and says why", () => {
+  const exp = experiment({
+    trainer: { preset: "reference", args: { world_size: 4, ep_size: 2, placement } },
+    resume: {
+      native: { from: "native", args: { fault: "skip-rng-restore" } },
+      reshard: { from: "universal", args: { world_size: 2 } },
+      pinned: { from: "universal", args: { world_size: 2 }, lane: "exact" },
+    },
+  });
+  const all = specs(exp);
+  assert.deepEqual(all.get("resume-native")!.lane, {
+    lane: "exact",
+    reason: "same topology as the saved checkpoint",
+  }, "a fault is no topology");
+  assert.deepEqual(all.get("resume-reshard")!.lane, {
+    lane: "tolerance",
+    reason: "topology differs from the saved checkpoint (world_size 4 → 2)",
+  });
+  assert.deepEqual(all.get("resume-pinned")!.lane, {
+    lane: "exact",
+    reason: "declared in resume.pinned.lane",
+  });
+  assert.equal(all.get("split")!.topologyKey, all.get("resume-native")!.topologyKey);
+});
+
+Deno.test("resolvePlan() keeps a command trainer's non-topology flags out of the lane", () => {
+  const exp = experiment({
+    trainer: { command: ["t", "${args.noise}"], args: { world_size: 2, noise: "0" } },
+    converter: { command: ["c"] },
+    resume: {
+      noisy: { from: "native", args: { noise: "1" } },
+      wider: { from: "native", args: { world_size: 4 } },
+    },
+  });
+  const all = specs(exp);
+  assert.equal(all.get("resume-noisy")!.lane?.lane, "exact", "noise is not declared topology");
+  assert.equal(all.get("resume-wider")!.lane?.lane, "tolerance");
+  const declared = specs(experiment({
+    trainer: {
+      command: ["t"],
+      args: { world_size: 2, noise: "0" },
+      topology_args: ["noise"],
+    },
+    resume: { noisy: { from: "native", args: { noise: "1" } } },
+  }));
+  assert.equal(declared.get("resume-noisy")!.lane?.lane, "tolerance", "declared topology");
+});
+
+Deno.test("resolvePlan() takes gradient accumulation from the schedule or the preset's argument", () => {
+  const preset = specs(experiment({
+    trainer: { preset: "reference", args: { grad_accum: 2 } },
+    resume: { more: { from: "native", args: { grad_accum: 4 } } },
+  }));
+  assert.equal(preset.get("split")!.gradAccum, 2);
+  assert.equal(preset.get("resume-more")!.gradAccum, 4, "resume overrides count");
+  const declared = specs(experiment({
+    schedule: { steps: 40, save_at: 20, grad_accum: 8 },
+    trainer: { command: ["t"], args: { grad_accum: 2 } },
+    resume: {},
+  }));
+  assert.equal(declared.get("split")!.gradAccum, 8, "a command's args are never guessed from");
+});
+
+Deno.test("resolvePlan() writes the planner's target without the fault and honours checkpoint_tag", () => {
+  const exp = experiment({
+    trainer: {
+      preset: "reference",
+      args: { world_size: 4, ep_size: 2, placement, fault: "replica-drift" },
+      checkpoint_tag: "tag-${save_at}",
+    },
+    resume: {},
+    plan_sync: { target: { world_size: 2, ep_size: 2 }, policies: ["balanced"] },
+  });
+  const all = specs(exp);
+  const plan = all.get("plan-balanced")!;
+  assert.equal(plan.target?.fault, undefined);
+  assert.equal(plan.target?.world_size, 2);
+  assert.equal(plan.paths.native, "/r/phases/split/checkpoints/tag-20");
+  assert.equal(all.get("resume-plan-balanced")!.paths.plan, "/r/phases/plan-balanced/plan.json");
+});

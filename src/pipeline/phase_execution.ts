@@ -1,0 +1,306 @@
+/**
+ * One phase of a run: its cache key, reuse of an earlier completed phase, or a supervised launch
+ * of its spec with retries, followed by the artifact and plan checks. Writes the phase's
+ * `phase.json` last, as its completion marker (README, "Interrupted, crashed and flaky runs").
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { interruption, runChild } from "../process/mod.ts";
+import type { PhaseSpec } from "../types/phase_spec.ts";
+import type { PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
+import { missingArtifact } from "./artifacts.ts";
+import {
+  type CacheHit,
+  CHILD_PID_FILE,
+  codeInputsDigest,
+  findCachedPhase,
+  phaseCacheKey,
+} from "./cache.ts";
+import { type Manifest, recordChild } from "./manifest.ts";
+import { checkPlanFile } from "./plan_check.ts";
+import type { Progress } from "./progress.ts";
+import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
+import { writeJsonAtomic } from "./run_store.ts";
+
+/** Where a phase stands during a run. */
+export interface PhaseState {
+  /** Its resolved spec. */
+  spec: PhaseSpec;
+  /** Progress through the run. */
+  status: PhaseStatus | "pending" | "running";
+  /** Cache key, computed before anything runs. */
+  key: string;
+  /** Must run even when a cached result exists (`--force`). */
+  forced: boolean;
+  /** Ran or was reused, so its folder holds its outputs. */
+  present: boolean;
+  /** The summary entry, once ended. */
+  summary?: PhaseSummary;
+  /** Plan phases: the verifier's summary. */
+  plan?: PlanSyncSummary;
+}
+
+/** What every phase of one run shares. */
+export interface PhaseContext {
+  /** `<results>/<experiment>`: where earlier runs are looked up. */
+  experimentDir: string;
+  /** This run's folder. */
+  runDir: string;
+  /** Folder relative code inputs resolve against. */
+  baseDir: string;
+  /** Environment for `$NAME` in `!command` code inputs. */
+  harnessEnv: Record<string, string>;
+  /** The run's manifest (children are recorded as they launch). */
+  manifest: Manifest;
+  /** Where it is written. */
+  manifestPath: string;
+  /** Progress sink. */
+  progress: Progress;
+  /** Every phase's state by name. */
+  states: Map<string, PhaseState>;
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+/**
+ * Cache keys of every phase, in graph order (a consumer's key includes its producers'). Keys
+ * never depend on where the run folder is, since the specs' keyed commands abstract its paths.
+ */
+export async function computeKeys(
+  specs: readonly PhaseSpec[],
+  baseDir: string,
+  harnessEnv: Record<string, string>,
+): Promise<Map<string, string>> {
+  const keys = new Map<string, string>();
+  // The trainer, converter and planner of a preset share their code: digest each input set once.
+  const digests = new Map<string, Promise<string>>();
+  for (const spec of specs) {
+    const id = spec.codeInputs.join("\0");
+    if (!digests.has(id)) digests.set(id, codeInputsDigest(spec.codeInputs, baseDir, harnessEnv));
+    const consumed = spec.consumes.map((name) => keys.get(name) ?? "");
+    keys.set(spec.name, await phaseCacheKey(spec, consumed, await digests.get(id)!));
+  }
+  return keys;
+}
+
+/**
+ * Whether every phase consuming `name` will be reused without reading its output: each is
+ * cached (and, if itself a producer with pruned artifacts, covered in turn), or is outside an
+ * `--only` selection. A forced consumer needs the output.
+ */
+async function consumersCovered(
+  name: string,
+  ctx: PhaseContext,
+  selected: Set<string>,
+): Promise<boolean> {
+  for (const state of ctx.states.values()) {
+    if (!state.spec.consumes.includes(name)) continue;
+    const isSelected = selected.has(state.spec.name);
+    if (state.forced && isSelected) return false;
+    const hit = await findCachedPhase(ctx.experimentDir, state.spec.name, state.key, ctx.runDir);
+    if (!hit) {
+      if (isSelected) return false;
+      continue;
+    }
+    if (hit.artifactsMissing && !(await consumersCovered(state.spec.name, ctx, selected))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * Runs one phase, or reuses an earlier completed one with the same key. `cacheOnly` (a phase
+ * outside an `--only` selection) never launches: without a cached result it is skipped.
+ */
+export async function executePhase(
+  state: PhaseState,
+  ctx: PhaseContext,
+  selected: Set<string>,
+): Promise<void> {
+  const { spec } = state;
+  const cacheOnly = !selected.has(spec.name);
+  if (!state.forced || cacheOnly) {
+    const hit = await findCachedPhase(ctx.experimentDir, spec.name, state.key, ctx.runDir);
+    // A producer whose checkpoint was pruned is reused only when no phase will read it.
+    if (hit && (!hit.artifactsMissing || (await consumersCovered(spec.name, ctx, selected)))) {
+      return await reusePhase(state, ctx, hit);
+    }
+  }
+  if (cacheOnly) {
+    state.summary = {
+      ...baseSummary(state),
+      status: "skipped",
+      exit_code: null,
+      message: "not selected (--only) and no earlier result to reuse",
+    };
+    return;
+  }
+  await launchPhase(state, ctx);
+}
+
+function baseSummary(state: PhaseState): PhaseSummary {
+  return {
+    name: state.spec.name,
+    role: state.spec.role,
+    status: "ok",
+    cached: false,
+    wall_s: 0,
+    exit_code: null,
+    consumes: state.spec.consumes,
+  };
+}
+
+/**
+ * Reuses an earlier completed phase: every entry of its folder is linked into this run's phase
+ * folder, so the paths the specs were compiled with reach its metrics, logs and checkpoints
+ * without copying anything.
+ */
+async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): Promise<void> {
+  const { spec } = state;
+  const dir = spec.paths.dir;
+  await Deno.mkdir(dir, { recursive: true });
+  for await (const entry of Deno.readDir(hit.phaseDir)) {
+    if (entry.name === "phase.json" || entry.name === CHILD_PID_FILE) continue;
+    if (ATTEMPT_DIR_PATTERN.test(entry.name)) continue;
+    await Deno.symlink(join(hit.phaseDir, entry.name), join(dir, entry.name));
+  }
+  state.present = true;
+  let status: PhaseStatus = "ok";
+  let message: string | undefined;
+  if (spec.role === "plan") {
+    state.plan = await checkPlanFile(spec.name, spec.policy!, spec.paths.planOut!);
+    if (!state.plan.verified) {
+      status = "failed";
+      message = `plan rejected by the verifier: ${state.plan.error}`;
+    }
+  }
+  state.summary = {
+    ...baseSummary(state),
+    status,
+    cached: true,
+    exit_code: hit.record.exit_code,
+    cache_key: state.key,
+    source_run: hit.runDir,
+    ...(message ? { message } : {}),
+  };
+  await writeJsonAtomic(join(dir, "phase.json"), {
+    ...state.summary,
+    reused_wall_s: hit.record.wall_s,
+    outputs: { ...hit.record.outputs, dir: hit.phaseDir },
+  });
+  ctx.progress.phaseEnd(
+    spec.name,
+    status,
+    0,
+    message ??
+      `cached from ${hit.runDir}${
+        hit.artifactsMissing ? " (its pruned output is not needed)" : ""
+      }`,
+  );
+}
+
+async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> {
+  const { spec } = state;
+  const { paths } = spec;
+  const progress = ctx.progress;
+  await Deno.mkdir(paths.dir, { recursive: true });
+  state.present = true;
+  recordChild(ctx.manifest, spec.name, spec.argv, spec.env, spec.cwd);
+  await writeJsonAtomic(ctx.manifestPath, ctx.manifest);
+
+  const startedAt = new Date();
+  const retries: { attempt: number; matched: string; message: string }[] = [];
+  let attempt = 1;
+  let result;
+  for (;;) {
+    if (spec.target && paths.target) await writeJsonAtomic(paths.target, spec.target);
+    const follow = spec.tool === "trainer"
+      ? progress.followMetrics(spec.name, paths.metricsFile, spec.stopAt)
+      : progress.phaseStart(spec.name);
+    result = await runChild({
+      argv: spec.argv,
+      env: spec.env,
+      cwd: spec.cwd,
+      timeoutMs: spec.timeoutS * 1000,
+      stdoutPath: join(paths.dir, "stdout.log"),
+      stderrPath: join(paths.dir, "stderr.log"),
+      // Lets a later run reap this group if the harness dies without stopping it.
+      onSpawn: (pid) => Deno.writeTextFileSync(join(paths.dir, CHILD_PID_FILE), `${pid}\n`),
+    });
+    await follow.stop();
+    const status = childStatus(result.status);
+    const decision = result.status === "interrupted"
+      ? { retry: false }
+      : shouldRetry(spec.retry, attempt, status, result.logTail);
+    if (!decision.retry) break;
+    const aside = await moveAttemptAside(paths.dir, attempt);
+    retries.push({ attempt, matched: decision.matched!, message: result.message });
+    progress.phaseEnd(
+      spec.name,
+      status,
+      result.wallS,
+      `${result.message}; retrying (log matched ${decision.matched}, attempt kept in ${aside})`,
+    );
+    attempt++;
+  }
+  let status = childStatus(result.status);
+  let message = result.status === "interrupted"
+    ? `interrupted by ${interruption()?.reason ?? "a signal"}`
+    : result.message;
+  if (status === "ok") {
+    const missing = await missingArtifact(spec);
+    if (missing) {
+      status = "failed";
+      message = missing;
+    }
+  }
+  if (status === "ok" && spec.role === "plan") {
+    state.plan = await checkPlanFile(spec.name, spec.policy!, paths.planOut!);
+    if (!state.plan.verified) {
+      status = "failed";
+      message = `plan rejected by the verifier: ${state.plan.error}`;
+    }
+  }
+  const summary: PhaseSummary = {
+    ...baseSummary(state),
+    status,
+    wall_s: round3(result.wallS),
+    exit_code: result.exitCode,
+    cache_key: state.key,
+    attempts: attempt,
+    ...(retries.length > 0 ? { retries } : {}),
+  };
+  if (status !== "ok") {
+    summary.message = message;
+    summary.log_tail = result.logTail;
+  }
+  state.summary = summary;
+  await writeJsonAtomic(join(paths.dir, "phase.json"), {
+    ...summary,
+    signal: result.signal,
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    argv: spec.argv,
+    cwd: spec.cwd,
+    topology: spec.topology,
+    outputs: {
+      dir: paths.dir,
+      metrics: paths.metricsFile,
+      checkpoint_dir: spec.role === "split" ? paths.checkpointDir : undefined,
+      checkpoint_tag: paths.checkpointTag,
+      checkpoint_marker: spec.checkpointMarker,
+      universal: paths.universal,
+      plan: paths.planOut,
+    },
+  });
+  progress.phaseEnd(spec.name, status, summary.wall_s, message);
+}
+
+function childStatus(status: string): "ok" | "failed" | "timeout" {
+  return status === "ok" ? "ok" : status === "timeout" ? "timeout" : "failed";
+}

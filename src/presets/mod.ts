@@ -1,0 +1,26 @@
+/**
+ * Trainer presets: each trainer family the harness can launch without a `command:` template is
+ * one {@link PresetDescriptor}. The experiment schema takes its `preset:` names from here.
+ *
+ * @module
+ */
+
+import type { PresetDescriptor } from "./preset.ts";
+import { REFERENCE_PRESET } from "./reference_preset.ts";
+
+export * from "./preset.ts";
+export { PROJECT_DIR } from "./project_dir.ts";
+export { REFERENCE_CLI, REFERENCE_PRESET } from "./reference_preset.ts";
+
+/** Every preset by name. */
+export const PRESETS: Readonly<Record<string, PresetDescriptor>> = Object.freeze({
+  reference: REFERENCE_PRESET,
+});
+
+/** The names `preset:` accepts. */
+export const PRESET_NAMES = Object.keys(PRESETS) as [string, ...string[]];
+
+/** The preset of that name, or undefined. */
+export function presetNamed(name: string | undefined): PresetDescriptor | undefined {
+  return name !== undefined && Object.hasOwn(PRESETS, name) ? PRESETS[name] : undefined;
+}

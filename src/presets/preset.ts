@@ -1,0 +1,90 @@
+/**
+ * What a trainer family's preset is: data that the schema, the validation rules and the command
+ * expansion all read, so nothing else in the harness branches on a preset's name. A preset
+ * only expands into argv and environment; the program it names is launched like any other,
+ * on the far side of the trainer contract (README, "The trainer contract").
+ *
+ * @module
+ */
+
+import type { MetricsFormat, PhaseTool } from "../types/phase_spec.ts";
+
+/** One argument a preset understands (`trainer.args.<key>`). */
+export interface PresetArg {
+  /** Command-line flag the value is passed as (`--world-size`). */
+  flag: string;
+  /** Whether the argument is part of the topology (a change makes a reshard). */
+  topology?: boolean;
+  /** Allowed values, when the set is closed. */
+  values?: readonly (string | number)[];
+  /** One line for `parity plan`, errors and docs. */
+  description: string;
+}
+
+/** What a preset's argv builder sees for one phase. */
+export interface PresetContext {
+  /** The program of the phase. */
+  tool: PhaseTool;
+  /** The trainer-contract placeholder values of the phase (`steps`, `save_at`, `native`...). */
+  vars: Readonly<Record<string, string>>;
+  /** Arguments in force for the phase (keys of {@link PresetDescriptor.args}). */
+  args: Readonly<Record<string, unknown>>;
+  /** Bytes per element for plan statistics (planner phases). */
+  elementSize: number;
+}
+
+/** A trainer family: its flags, faults, policies, marker, topology, code and argv template. */
+export interface PresetDescriptor {
+  /** `preset:` value in experiment files. */
+  name: string;
+  /** One line: what the preset runs. */
+  description: string;
+  /** The arguments it accepts; any other key is a validation error. */
+  args: Readonly<Record<string, PresetArg>>;
+  /** Fault names its `fault` argument accepts (empty: none). */
+  faults: readonly string[];
+  /** Replica policies its planner knows (empty: it has no planner). */
+  policies: readonly string[];
+  /** Programs it provides: the trainer always, the converter and planner when it has them. */
+  tools: readonly PhaseTool[];
+  /** File inside a saved tag folder that proves the save completed. */
+  checkpointMarker?: string;
+  /** The argument that holds gradient accumulation (micro-batches per optimizer step). */
+  gradAccumArg?: string;
+  /** Format of the metrics it writes to `${metrics_file}`. */
+  metricsFormat: MetricsFormat;
+  /** Files, folders or `!commands` whose content joins every phase's cache key. */
+  codeInputs: readonly string[];
+  /** The argv of one phase. */
+  argv(ctx: PresetContext): string[];
+  /** Extra environment of one phase. */
+  env?(ctx: PresetContext): Record<string, string>;
+}
+
+/** Text of an argument value on a command line: strings as they are, anything else as JSON. */
+export function argText(value: unknown): string {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** `[flag, value]` pairs of the preset's arguments that are set, in sorted key order. */
+export function presetFlags(
+  preset: PresetDescriptor,
+  args: Readonly<Record<string, unknown>>,
+  skip: readonly string[] = [],
+): string[] {
+  const out: string[] = [];
+  for (const key of Object.keys(args).sort()) {
+    const value = args[key];
+    const spec = preset.args[key];
+    if (!spec || skip.includes(key) || value === undefined || value === null || value === "") {
+      continue;
+    }
+    out.push(spec.flag, argText(value));
+  }
+  return out;
+}
+
+/** Keys of the preset's topology arguments. */
+export function topologyArgs(preset: PresetDescriptor): string[] {
+  return Object.entries(preset.args).filter(([, a]) => a.topology).map(([key]) => key);
+}

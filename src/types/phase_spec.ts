@@ -1,0 +1,178 @@
+/**
+ * The resolved phase plan: what `experiment/` compiles a validated experiment file into, once,
+ * and what the runner, the cache, the judge and `parity plan` read. Nothing downstream of the
+ * plan re-reads the raw experiment. Plain data only, so every layer may import it.
+ *
+ * @module
+ */
+
+import type { PhaseRole } from "./summary.ts";
+
+/** Which configured program runs a phase. */
+export type PhaseTool = "trainer" | "converter" | "planner";
+
+/** How a training phase starts. */
+export type ResumeKind = "native" | "universal" | "plan";
+
+/** A comparison lane. */
+export type Lane = "exact" | "tolerance";
+
+/** Metrics file formats the readers know. */
+export type MetricsFormat = "jsonl" | "deepspeed-csv" | "log" | "tensorboard";
+
+/** Where a phase's metrics are read from and how. */
+export interface MetricsSpec {
+  /** File or folder (absolute). */
+  path: string;
+  /** Reader format. */
+  format: MetricsFormat;
+  /** `log`: regex with named groups `step` and `loss`. */
+  pattern?: string;
+  /** What the step column counts. */
+  step_unit?: "step" | "samples";
+  /** `samples`: the global batch, to turn samples into steps. */
+  samples_per_step?: number;
+}
+
+/** Where a phase's artifacts live (all inside the run folder) and what it reads. */
+export interface PhasePaths {
+  /** `<run>/phases/<phase>`. */
+  dir: string;
+  /** Metrics JSONL the trainer appends to (`${metrics_file}`). */
+  metricsFile: string;
+  /** Checkpoint root (`global_step<N>/` and `latest` inside). */
+  checkpointDir?: string;
+  /** The split's checkpoint tag folder (what the split must leave, converters and planners read). */
+  checkpointTag?: string;
+  /** Checkpoint to load. */
+  resumeFrom?: string;
+  /** Plan file to execute (resume kind `plan`). */
+  plan?: string;
+  /** Converter input (native tag folder). */
+  native?: string;
+  /** Converter output (universal folder). */
+  universal?: string;
+  /** Planner input: target topology JSON. */
+  target?: string;
+  /** Planner output. */
+  planOut?: string;
+}
+
+/** Why a resume is judged in its lane against the baseline. */
+export interface LaneChoice {
+  /** The lane. */
+  lane: Lane;
+  /** One sentence: declared in the file, or same/different declared topology. */
+  reason: string;
+}
+
+/** One phase, fully resolved: a child process ready to launch and everything judged about it. */
+export interface PhaseSpec {
+  /** Unique phase name: `baseline`, `split`, `convert`, `resume-<name>`, `plan-<policy>`... */
+  name: string;
+  /** What the phase does. */
+  role: PhaseRole;
+  /** Program that runs it. */
+  tool: PhaseTool;
+  /** Phases whose outputs it needs (all must end ok first). */
+  consumes: string[];
+  /** Last optimizer step this phase runs (the save step for convert and plan phases). */
+  stopAt: number;
+  /** Step after which the phase saves (split only). */
+  saveAt?: number;
+  /** How a resume phase loads its checkpoint. */
+  resumeKind?: ResumeKind;
+  /** Replica policy of plan phases. */
+  policy?: string;
+  /** Program arguments in force (trainer.args merged with the phase's overrides). */
+  args: Record<string, unknown>;
+  /** The declared topology arguments and their values. */
+  topology: Record<string, unknown>;
+  /** Canonical JSON of {@link topology}; equal keys mean the same topology. */
+  topologyKey: string;
+  /** Resumes: the lane against the baseline and why. */
+  lane?: LaneChoice;
+  /** Micro-batches per optimizer step, when declared. */
+  gradAccum?: number;
+  /** Program and arguments (never passed through a shell). */
+  argv: string[];
+  /** Variables set on top of the harness's own environment. */
+  env: Record<string, string>;
+  /** Working folder. */
+  cwd: string;
+  /** Seconds before the process group is stopped. */
+  timeoutS: number;
+  /** The cache's view of argv and env: every run-folder path replaced by a token. */
+  keyed: { argv: string[]; env: Record<string, string> };
+  /** Artifact paths. */
+  paths: PhasePaths;
+  /** Training phases: where their metrics are read. */
+  metrics?: MetricsSpec;
+  /** Split: file inside the tag folder that proves the save completed. */
+  checkpointMarker?: string;
+  /** Files, folders or `!commands` whose content joins the cache key. */
+  codeInputs: string[];
+  /** Flaky-infrastructure retries. */
+  retry?: { attempts: number; on: string[] };
+  /** Planner phases: the target topology document written to `paths.target`. */
+  target?: Record<string, unknown>;
+}
+
+/** An explicit comparison from the experiment's `compare:`. */
+export interface CompareSpec {
+  /** Display name (default `a~b`). */
+  name?: string;
+  /** Reference phase. */
+  a: string;
+  /** Compared phase. */
+  b: string;
+  /** Metric (default `loss`). */
+  metric?: string;
+  /** Lane (default exact). */
+  lane?: Lane;
+  /** Steps compared. */
+  window?: { from: number; to: number };
+  /** Tolerance overrides. */
+  rtol?: number;
+  /** Tolerance overrides. */
+  atol?: number;
+  /** Tolerance overrides. */
+  max_failures?: number;
+}
+
+/** The experiment's tolerance lane defaults: fixed, or derived from the noise floor. */
+export type ToleranceSpec =
+  | { rtol: number; atol: number; max_failures: number }
+  | { auto: true; multiplier: number; floor: number; atol: number; max_failures: number };
+
+/** What the judge needs besides the phases. */
+export interface JudgeSpec {
+  /** Schedule length (optimizer steps). */
+  steps: number;
+  /** Optimizer step after which the split saves. */
+  saveAt: number;
+  /** Metrics compared by default. */
+  metrics: string[];
+  /** Explicit comparisons (replace the defaults when non-empty). */
+  compare?: CompareSpec[];
+  /** Tolerance lane defaults. */
+  tolerance?: ToleranceSpec;
+}
+
+/** An experiment compiled for one run folder. */
+export interface ResolvedPlan {
+  /** Experiment name (with matrix suffix). */
+  experiment: string;
+  /** The run folder every path lives in. */
+  runDir: string;
+  /** Seed of every training phase. */
+  seed: number;
+  /** Phases run at once. */
+  parallel: number;
+  /** Which checkpoints stay after the run. */
+  keepCheckpoints: "all" | "last" | "none";
+  /** Phases in execution order. */
+  phases: PhaseSpec[];
+  /** How the run is judged. */
+  judge: JudgeSpec;
+}
