@@ -20,6 +20,7 @@ import type { Experiment } from "./experiment/schema.ts";
 import { compareCommand } from "./parity/mod.ts";
 import { consoleProgress } from "./pipeline/console_progress.ts";
 import { runExperiment, type RunResult } from "./pipeline/runner.ts";
+import { formatPlanPreview, previewPlan } from "./pipeline/plan_preview.ts";
 import { EXIT_CODES, worstVerdict } from "./types/summary.ts";
 import { gcCommand } from "./pipeline/gc.ts";
 import { LockHeldError } from "./pipeline/lock.ts";
@@ -32,6 +33,8 @@ commands:
   run <file>... [--results DIR] [--set KEY.PATH=VALUE]... [--only PHASE]... [--force [PHASE]]...
       [--keep-going] [--wait] [--quiet]
                          run experiments (same as: deno task run-experiment)
+  plan <file> [--set KEY.PATH=VALUE]... [--results DIR] [--json]
+                         print the resolved phase plan (argv, env, cache) without running
   validate <file>... [--set KEY.PATH=VALUE]...
                          check experiment files without running anything
   schema                 print the experiment file JSON Schema
@@ -171,6 +174,49 @@ export async function runCommand(args: string[]): Promise<number> {
   return EXIT_CODES[worstVerdict(results.map((r) => r.summary.verdict))];
 }
 
+/** `plan`: prints the resolved phase plan of each experiment in a file; launches nothing. */
+async function planCommand(args: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        results: { type: "string", default: "results" },
+        set: { type: "string", multiple: true, default: [] },
+        json: { type: "boolean", default: false },
+      },
+    });
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) throw new UsageError("plan: name one experiment file");
+  const file = positionals[0];
+  const result = await readExperimentFile(file, { sets: values.set });
+  if (!result.ok) {
+    console.error(formatValidationErrors(file, result.errors).join("\n"));
+    return 2;
+  }
+  const previews = [];
+  for (const experiment of result.experiments) {
+    previews.push(
+      await previewPlan(experiment, {
+        resultsDir: resolve(values.results),
+        baseDir: dirname(resolve(file)),
+        harnessEnv: Deno.env.toObject(),
+      }),
+    );
+  }
+  console.log(
+    values.json
+      ? JSON.stringify(previews.length === 1 ? previews[0] : previews, null, 2)
+      : previews.map(formatPlanPreview).join("\n\n"),
+  );
+  return 0;
+}
+
 /** Dispatches a harness command; returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -178,6 +224,8 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case "run":
         return await runCommand(rest);
+      case "plan":
+        return await planCommand(rest);
       case "validate":
         return await validateCommand(rest);
       case "schema":

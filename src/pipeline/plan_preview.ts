@@ -1,0 +1,119 @@
+/**
+ * `parity plan`: the resolved phase plan of an experiment as the next run would execute it —
+ * each phase's argv, environment (secrets redacted), working folder, what it consumes, its lane
+ * and whether the cache would reuse it — without launching or writing anything.
+ *
+ * @module
+ */
+
+import { join, relative } from "node:path";
+import { type Experiment, resolvePlan } from "../experiment/mod.ts";
+import { redactEnv } from "../process/mod.ts";
+import type { PhaseSpec } from "../types/phase_spec.ts";
+import { findCachedPhase } from "./cache.ts";
+import { computeKeys } from "./phase_execution.ts";
+import { experimentFolderName } from "./run_store.ts";
+
+/** Stand-in for the run folder the next run will create (its id is only known then). */
+export const NEXT_RUN = "<next-run>";
+
+/** One phase as the preview shows it. */
+export interface PhasePreview {
+  /** Phase name. */
+  name: string;
+  /** What it does. */
+  role: PhaseSpec["role"];
+  /** Phases it consumes. */
+  consumes: string[];
+  /** Its argv, with the run folder written as `<run>`. */
+  argv: string[];
+  /** Variables set on top of the harness's environment, secrets redacted. */
+  env: Record<string, string>;
+  /** Working folder. */
+  cwd: string;
+  /** The declared topology. */
+  topology: Record<string, unknown>;
+  /** Resumes: lane against the baseline and why. */
+  lane?: PhaseSpec["lane"];
+  /** Its cache key. */
+  cache_key: string;
+  /** The earlier run folder it would be reused from, or null when it would run. */
+  cached_from: string | null;
+}
+
+/** The whole preview. */
+export interface PlanPreview {
+  /** Experiment name. */
+  experiment: string;
+  /** The results folder of the experiment. */
+  experiment_dir: string;
+  /** Phases in run order. */
+  phases: PhasePreview[];
+}
+
+/** Options of {@link previewPlan}. */
+export interface PreviewOptions {
+  /** Results root. */
+  resultsDir: string;
+  /** Folder relative paths of the experiment resolve against. */
+  baseDir: string;
+  /** Environment for `${env.NAME}`. */
+  harnessEnv: Record<string, string>;
+}
+
+/** Resolves `exp` as the next run would and looks each phase up in the cache. */
+export async function previewPlan(exp: Experiment, options: PreviewOptions): Promise<PlanPreview> {
+  const experimentDir = join(options.resultsDir, experimentFolderName(exp.name));
+  const runDir = join(experimentDir, NEXT_RUN);
+  const plan = resolvePlan(exp, { runDir, ...options });
+  const keys = await computeKeys(plan.phases, options.baseDir, options.harnessEnv);
+  const local = (text: string) => text.replaceAll(runDir, "<run>");
+  const phases: PhasePreview[] = [];
+  for (const spec of plan.phases) {
+    const key = keys.get(spec.name)!;
+    const hit = await findCachedPhase(experimentDir, spec.name, key, runDir);
+    phases.push({
+      name: spec.name,
+      role: spec.role,
+      consumes: spec.consumes,
+      argv: spec.argv.map(local),
+      env: Object.fromEntries(Object.entries(redactEnv(spec.env)).map(([k, v]) => [k, local(v)])),
+      cwd: local(spec.cwd),
+      topology: spec.topology,
+      ...(spec.lane ? { lane: spec.lane } : {}),
+      cache_key: key,
+      cached_from: hit && !hit.artifactsMissing ? hit.runDir : null,
+    });
+  }
+  return { experiment: exp.name, experiment_dir: experimentDir, phases };
+}
+
+/** The preview as text for a person: one block per phase. */
+export function formatPlanPreview(preview: PlanPreview): string {
+  const cwd = Deno.cwd();
+  const where = (path: string) => relative(cwd, path) || path;
+  const lines = [
+    `experiment ${preview.experiment}: ${preview.phases.length} phases, ` +
+    `<run> = ${where(join(preview.experiment_dir, NEXT_RUN))}`,
+  ];
+  for (const [i, p] of preview.phases.entries()) {
+    const cache = p.cached_from ? `cached from ${where(p.cached_from)}` : "runs";
+    lines.push("", `[${i + 1}/${preview.phases.length}] ${p.name} (${p.role}) — ${cache}`);
+    if (p.consumes.length > 0) lines.push(`  consumes: ${p.consumes.join(", ")}`);
+    if (Object.keys(p.topology).length > 0) {
+      lines.push(`  topology: ${JSON.stringify(p.topology)}`);
+    }
+    if (p.lane) lines.push(`  lane vs baseline: ${p.lane.lane} (${p.lane.reason})`);
+    lines.push(`  cwd: ${p.cwd}`);
+    lines.push(`  argv: ${p.argv.map(quoteArg).join(" ")}`);
+    for (const [k, v] of Object.entries(p.env).sort(([a], [b]) => a.localeCompare(b))) {
+      if (v !== "") lines.push(`  env ${k}=${quoteArg(v)}`);
+    }
+  }
+  return lines.join("\n");
+}
+
+/** An argument as a person would type it (for reading only: argv never goes through a shell). */
+function quoteArg(arg: string): string {
+  return /^[\w@%+=:,./<>-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`;
+}

@@ -1,0 +1,81 @@
+/**
+ * `parity plan` prints exactly what the runner then runs: the same phases in the same order,
+ * with the same argv, environment and working folders, and afterwards reports them cached.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { ManifestChild } from "../src/pipeline/manifest.ts";
+import type { PlanPreview } from "../src/pipeline/plan_preview.ts";
+import { runCli } from "./_harness.ts";
+
+const QUICKSTART = "experiments/quickstart.yaml";
+
+async function plan(results: string, ...extra: string[]): Promise<PlanPreview> {
+  const out = await runCli(["plan", QUICKSTART, "--results", results, "--json", ...extra]);
+  assert.equal(out.code, 0, out.stderr);
+  return JSON.parse(out.stdout);
+}
+
+Deno.test("parity plan matches the phases, argv, env and cwd the runner actually launches", async () => {
+  const results = await Deno.makeTempDir({ prefix: "parity-plan-" });
+  try {
+    const before = await plan(results);
+    assert.equal(before.phases.length, 12);
+    assert.ok(before.phases.every((p) => p.cached_from === null), "nothing ran yet");
+    assert.equal(
+      (await Deno.readDir(results)[Symbol.asyncIterator]().next()).done,
+      true,
+      "plan writes nothing",
+    );
+
+    const run = await runCli(["run", QUICKSTART, "--results", results, "--quiet"]);
+    assert.equal(run.code, 0, run.stderr);
+    const runDir = await Deno.realPath(join(results, "quickstart", "latest"));
+    const manifest = JSON.parse(await Deno.readTextFile(join(runDir, "manifest.json")));
+    const local = (text: string) => text.replaceAll(runDir, "<run>");
+    const launched = (manifest.children as ManifestChild[]).map((c) => ({
+      name: c.phase,
+      argv: c.argv.map(local),
+      env: Object.fromEntries(Object.entries(c.env).map(([k, v]) => [k, local(v)])),
+      cwd: local(c.cwd),
+    }));
+    assert.deepEqual(
+      launched,
+      before.phases.map((p) => ({ name: p.name, argv: p.argv, env: p.env, cwd: p.cwd })),
+    );
+
+    const after = await plan(results);
+    for (const phase of after.phases) assert.equal(phase.cached_from, runDir, phase.name);
+    assert.deepEqual(
+      after.phases.map((p) => p.cache_key),
+      before.phases.map((p) => p.cache_key),
+      "the keys do not depend on the run folder",
+    );
+  } finally {
+    await Deno.remove(results, { recursive: true });
+  }
+});
+
+Deno.test("parity plan shows a changed setting as a phase that runs again, and lanes with reasons", async () => {
+  const results = await Deno.makeTempDir({ prefix: "parity-plan-" });
+  try {
+    const preview = await plan(results, "--set", "resume.reshard.lane=exact");
+    const reshard = preview.phases.find((p) => p.name === "resume-reshard")!;
+    assert.deepEqual(reshard.lane, { lane: "exact", reason: "declared in resume.reshard.lane" });
+    const native = preview.phases.find((p) => p.name === "resume-native")!;
+    assert.equal(native.lane?.reason, "same topology as the saved checkpoint");
+    const text = await runCli(["plan", QUICKSTART, "--results", results]);
+    assert.equal(text.code, 0);
+    assert.match(text.stdout, /\[3\/12\] resume-native \(resume\) — runs/);
+    assert.match(
+      text.stdout,
+      /lane vs baseline: tolerance \(topology differs from the saved checkpoint/,
+    );
+    const bad = await runCli(["plan", QUICKSTART, "--set", "schedule.save_at=400"]);
+    assert.equal(bad.code, 2, "an invalid file is refused as by run");
+    assert.match(bad.stderr, /schedule\.save_at/);
+  } finally {
+    await Deno.remove(results, { recursive: true });
+  }
+});
