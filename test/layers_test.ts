@@ -1,0 +1,68 @@
+/**
+ * The harness's layers, lowest first. A module may import only from its own folder and from the
+ * folders its layer lists; the trainer (`src/reference`) sits on the far side of the process
+ * contract, and no harness layer imports it. Test files and test helpers are exempt.
+ */
+
+import assert from "node:assert/strict";
+import { dirname, join, relative, resolve } from "node:path";
+import { PROJECT } from "./_harness.ts";
+
+const SRC = join(PROJECT, "src");
+
+/** Folder → the folders it may import from. */
+const MAY_IMPORT: Record<string, readonly string[]> = {
+  types: [],
+  affine: [],
+  process: [],
+  metrics: ["types"],
+  presets: ["types", "affine"],
+  parity: ["types", "metrics"],
+  charts: ["types", "parity"],
+  report: ["types", "parity", "charts"],
+  experiment: ["types", "presets"],
+  pipeline: [
+    "types",
+    "affine",
+    "process",
+    "metrics",
+    "presets",
+    "parity",
+    "charts",
+    "report",
+    "experiment",
+  ],
+  reference: ["affine"],
+};
+
+function isTestCode(path: string): boolean {
+  return /_test\.ts$|(^|\/)_test|(^|\/)_testing|\/testdata\//.test(path);
+}
+
+async function* sources(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory) yield* sources(path);
+    else if (entry.name.endsWith(".ts")) yield path;
+  }
+}
+
+Deno.test("no module imports from a higher layer or from the trainer", async () => {
+  const problems: string[] = [];
+  for await (const file of sources(SRC)) {
+    const rel = relative(SRC, file);
+    if (isTestCode(rel)) continue;
+    const folder = rel.includes("/") ? rel.split("/")[0] : null;
+    const allowed = folder === null ? Object.keys(MAY_IMPORT) : MAY_IMPORT[folder];
+    assert.ok(allowed, `src/${folder}/ has no layer in this test: add it to MAY_IMPORT`);
+    const text = await Deno.readTextFile(file);
+    for (const [, spec] of text.matchAll(/from\s+"(\.[^"]+)"/g)) {
+      const target = relative(SRC, resolve(dirname(file), spec));
+      const to = target.split("/")[0];
+      if (to === folder || !target.includes("/")) continue;
+      const trainer = to === "reference" && folder !== "reference";
+      if (trainer || !allowed.includes(to)) problems.push(`src/${rel} imports src/${target}`);
+    }
+  }
+  assert.deepEqual(problems, []);
+});
