@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunSummary } from "../src/pipeline/summary.ts";
 import { DETECTION_MATRIX } from "./detection_matrix.ts";
-import { latestSummary, PROJECT, runCli, writeExperiment } from "./_harness.ts";
+import { latestSummary, PROJECT, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 
 const QUICKSTART = join(PROJECT, "experiments/quickstart.yaml");
 

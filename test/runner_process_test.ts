@@ -15,7 +15,7 @@ import {
   PROJECT,
   runCli,
   writeExperiment,
-} from "./_harness.ts";
+} from "./_testing/cli_harness.ts";
 
 function commandExperiment(name: string, command: string[], extra: Record<string, unknown> = {}) {
   return {

@@ -7,7 +7,7 @@
 
 import { forEachAddressPair, makePlacement, placementToMap, rowMajorStrides } from "./map.ts";
 import type { AffinePiece, ParamAffineMap, RankShard } from "./map.ts";
-import type { TransferSegmentDict } from "./plan.ts";
+import type { TransferSegmentDict } from "./plan_transfers.ts";
 import type { PlanFile } from "./plan_file.ts";
 
 /** For every target (location, address): the source "location:address" it is copied from. */

@@ -12,11 +12,16 @@
  * @module
  */
 
-import { AffineError } from "./errors.ts";
+import { AffineError } from "./affine_errors.ts";
 import { mapToDict } from "./map.ts";
 import type { ParamAffineMapDict } from "./map.ts";
-import type { MapPair, ProcessMapping, TransferPlans, TransferSegmentDict } from "./plan.ts";
-import { toProcessMap } from "./plan.ts";
+import type {
+  MapPair,
+  ProcessMapping,
+  TransferPlans,
+  TransferSegmentDict,
+} from "./plan_transfers.ts";
+import { toProcessMap } from "./plan_transfers.ts";
 
 /** The plan file schema version this module reads and writes. */
 export const PLAN_SCHEMA_VERSION = 1;

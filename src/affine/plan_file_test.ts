@@ -1,7 +1,7 @@
 import { deepEqual, equal, rejects, throws } from "node:assert/strict";
-import { AffineError } from "./errors.ts";
+import { AffineError } from "./affine_errors.ts";
 import { contiguousSplitMap, replicatedMap } from "./map.ts";
-import { planTransfers } from "./plan.ts";
+import { planTransfers } from "./plan_transfers.ts";
 import {
   buildPlanFile,
   parsePlanFile,

@@ -8,8 +8,8 @@ import {
 } from "./_test_support.ts";
 import { contiguousSplitMap, extract, numelOf, replicatedMap } from "./map.ts";
 import type { ParamAffineMap } from "./map.ts";
-import { planTransfers } from "./plan.ts";
-import type { MapPair, ReplicaAnswer, ReplicaPolicy, ReplicaRequest } from "./plan.ts";
+import { planTransfers } from "./plan_transfers.ts";
+import type { MapPair, ReplicaAnswer, ReplicaPolicy, ReplicaRequest } from "./plan_transfers.ts";
 import { buildPlanFile } from "./plan_file.ts";
 import { balancedOutcome, firstHolder, highestHolder, localFirstLeastLoaded } from "./policies.ts";
 import { executeSegments, verifyPlan } from "./verify.ts";

@@ -60,4 +60,4 @@ export {
   writeChart,
   type WriteChartOptions,
   type WrittenChart,
-} from "./render.ts";
+} from "./render_chart.ts";

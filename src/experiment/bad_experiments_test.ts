@@ -1,6 +1,6 @@
 import { deepEqual, ok } from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { readExperimentFile } from "./validate.ts";
+import { readExperimentFile } from "./validate_experiment.ts";
 
 const FOLDER = fileURLToPath(new URL("../../test/fixtures/bad_experiments/", import.meta.url));
 

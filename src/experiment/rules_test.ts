@@ -1,5 +1,5 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { commandRaw, quickstartRaw } from "./_test_helpers.ts";
+import { commandRaw, quickstartRaw } from "../../test/_testing/experiment_files.ts";
 import {
   checkExperimentRules,
   effectiveConverter,

@@ -157,7 +157,7 @@ Deno.test("acquireRunLock() takes over a lock whose process has exited, and says
       pid,
       started_at: "2026-11-29T10:15:00.000Z",
       hostname: Deno.hostname(),
-      argv: ["deno", "run", "src/cli.ts"],
+      argv: ["deno", "run", "src/cli/main.ts"],
       proc_start: 1,
       token: "stale",
     };

@@ -37,7 +37,7 @@ import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { acquireRunLock } from "./lock.ts";
 import { checkPlanFile } from "./plan_check.ts";
 import { moveAttemptAside, shouldRetry } from "./retry.ts";
-import type { Progress } from "./progress.ts";
+import type { Progress } from "./run_progress.ts";
 import {
   assertInside,
   experimentFolderName,

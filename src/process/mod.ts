@@ -60,7 +60,7 @@ export {
   type PhaseProgress,
   type ProgressOptions,
   ProgressReporter,
-} from "./progress.ts";
+} from "./progress_reporter.ts";
 export {
   followMetricsSteps,
   type FollowOptions,

@@ -13,7 +13,7 @@ import {
   validatePlacement,
 } from "../affine/map.ts";
 import { MODEL, type TrainOptions } from "./config.ts";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./trainer_errors.ts";
 import { FAULT_NAMES, isFault } from "./faults.ts";
 
 /** One accepted flag. */

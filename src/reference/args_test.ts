@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseFlags, parsePlacement, TRAIN_FLAGS, trainOptions } from "./args.ts";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./trainer_errors.ts";
 
 Deno.test("parsePlacement() reads a descriptor, expert lists or a file", async () => {
   const lists = parsePlacement("[[0,1,3],[2,3]]");

@@ -28,7 +28,7 @@ export {
   type Topology,
   type TrainOptions,
 } from "./config.ts";
-export { CheckpointError, TrainerError, UsageError } from "./errors.ts";
+export { CheckpointError, TrainerError, UsageError } from "./trainer_errors.ts";
 export { FAULT_NAMES, type FaultInfo, FAULTS, type FaultSite } from "./faults.ts";
 export {
   buildLayout,
@@ -89,7 +89,7 @@ export {
   replicaPolicyByName,
   runPlan,
   writeVerifiedPlan,
-} from "./plan.ts";
+} from "./resharding_plan.ts";
 export { checkPlanMaps, loadThroughPlan, type PlanSide, readPlanForResume } from "./plan_resume.ts";
 export {
   decodeSafetensors,

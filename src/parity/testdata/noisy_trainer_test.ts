@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { withTempDir } from "../../metrics/_testing.ts";
+import { withTempDir } from "../../../test/_testing/metrics_fixtures.ts";
 import { evaluateRun } from "../evaluate.ts";
 import type { PhaseEvidence } from "../types.ts";
 

@@ -1,7 +1,7 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { commandRaw, quickstartRaw } from "./_test_helpers.ts";
-import { formatValidationErrors } from "./errors.ts";
-import { readExperimentFile, validateExperiment } from "./validate.ts";
+import { commandRaw, quickstartRaw } from "../../test/_testing/experiment_files.ts";
+import { formatValidationErrors } from "./validation_errors.ts";
+import { readExperimentFile, validateExperiment } from "./validate_experiment.ts";
 
 // deno-lint-ignore no-explicit-any
 type Loose = Record<string, any>;

@@ -13,16 +13,16 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { AffineError } from "../affine/errors.ts";
-import type { MapPair } from "../affine/plan.ts";
-import { planTransfers } from "../affine/plan.ts";
+import { AffineError } from "../affine/affine_errors.ts";
+import type { MapPair } from "../affine/plan_transfers.ts";
+import { planTransfers } from "../affine/plan_transfers.ts";
 import { buildPlanFile, type PlanFile, readPlanFile, writePlanFile } from "../affine/plan_file.ts";
 import { getReplicaPolicy, REPLICA_POLICY_NAMES } from "../affine/policies.ts";
 import { type PlanVerdict, verifyPlan } from "../affine/verify.ts";
 import type { FlagSpec } from "./args.ts";
 import { readNativeMetadata } from "./checkpoint.ts";
 import { MODEL, type Topology } from "./config.ts";
-import { TrainerError, UsageError } from "./errors.ts";
+import { TrainerError, UsageError } from "./trainer_errors.ts";
 import { FAULT_NAMES, isFault } from "./faults.ts";
 import { buildLayout, topologyFromJson } from "./layout.ts";
 

@@ -1,11 +1,11 @@
 import { deepEqual, equal, ok, throws } from "node:assert/strict";
 import { attribution } from "./_test_support.ts";
-import { InvalidMapError, InvalidReplicaPolicyError, PlanBudgetError } from "./errors.ts";
+import { InvalidMapError, InvalidReplicaPolicyError, PlanBudgetError } from "./affine_errors.ts";
 import { contiguousSplitMap, makePlacement, placementToMap, replicatedMap } from "./map.ts";
-import { coalesceSegments, planTransfers } from "./plan.ts";
-import type { ReplicaPolicy, ReplicaRequest, TransferSegmentDict } from "./plan.ts";
+import { coalesceSegments, planTransfers } from "./plan_transfers.ts";
+import type { ReplicaPolicy, ReplicaRequest, TransferSegmentDict } from "./plan_transfers.ts";
 import { firstHolder } from "./policies.ts";
-import { DEFAULT_PLAN_BUDGET } from "./validate.ts";
+import { DEFAULT_PLAN_BUDGET } from "./validate_map.ts";
 
 // A [8, 4] parameter replicated on source ranks 0 and 1, row-split over target ranks 0 and 1:
 // two requests, each for a [4, 4] region with holders [0, 1].

@@ -1,13 +1,13 @@
 /**
  * Re-renders every output of a finished run from its stored artifacts: `charts/*`,
- * `report.md`, `report.html` and `junit.xml`. This is `deno task parity report <run-dir>`, so a
- * report change never needs a retrain.
+ * `report.md`, `report.html` and `junit.xml`. This is what `deno task parity report <run-dir>` does,
+ * so a report change never needs a retrain.
  *
  * @module
  */
 
 import { buildRunCharts, type NamedChart } from "../charts/run_charts.ts";
-import { writeChart } from "../charts/render.ts";
+import { writeChart } from "../charts/render_chart.ts";
 import { renderHtml } from "./html.ts";
 import { renderJunit } from "./junit.ts";
 import { type LoadedRun, loadRun } from "./load_run.ts";
@@ -117,49 +117,4 @@ export async function resolveRunDir(path: string): Promise<string> {
     }
   }
   throw new Deno.errors.NotFound(`${path}: not a run folder (no summary.json)`);
-}
-
-const REPORT_USAGE = `usage: deno task parity report <run-dir>
-
-Re-renders report.md, report.html, junit.xml and charts/ of a finished run from its stored
-artifacts (summary.json, losses.csv, experiment.resolved.yaml, phases/*). <run-dir> may also be
-an experiment folder or its "latest" entry.`;
-
-/**
- * CLI entry of `deno task parity report <run-dir>`.
- *
- * @param args Arguments after `report`.
- * @returns 0 when written; 2 on usage errors or a missing run folder; 3 when rendering failed.
- */
-export async function reportCommand(args: string[]): Promise<number> {
-  if (args.includes("-h") || args.includes("--help")) {
-    console.log(REPORT_USAGE);
-    return 0;
-  }
-  const positional = args.filter((a) => !a.startsWith("-"));
-  const unknown = args.filter((a) => a.startsWith("-"));
-  if (positional.length !== 1 || unknown.length > 0) {
-    console.error(
-      unknown.length > 0 ? `unknown option: ${unknown[0]}` : "expected exactly one <run-dir>",
-    );
-    console.error(REPORT_USAGE);
-    return 2;
-  }
-  let runDir: string;
-  try {
-    runDir = await resolveRunDir(positional[0]);
-  } catch (error) {
-    console.error(`error: ${(error as Error).message}`);
-    return 2;
-  }
-  try {
-    const start = performance.now();
-    await renderRun(runDir);
-    const ms = Math.round(performance.now() - start);
-    console.log(`wrote ${runDir}/report.md, report.html, junit.xml and charts/ (${ms} ms)`);
-    return 0;
-  } catch (error) {
-    console.error(`error: rendering ${runDir} failed: ${(error as Error).stack ?? error}`);
-    return 3;
-  }
 }

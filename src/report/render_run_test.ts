@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { captureConsole } from "../_test_console.ts";
+import { captureConsole } from "../../test/_testing/capture_console.ts";
 import { makeFixtureRun } from "./testdata/make_fixture.ts";
-import { renderRun, reportCommand, resolveRunDir } from "./render.ts";
+import { renderRun, resolveRunDir } from "./render_run.ts";
+import { main } from "../cli/main.ts";
 import { decodePng } from "../charts/testdata/decode_png.ts";
 
 async function withTemp(fn: (dir: string) => Promise<void>): Promise<void> {
@@ -96,25 +97,25 @@ Deno.test("renderRun() keeps 10,000-step charts readable by downsampling the dra
   });
 });
 
-Deno.test("reportCommand() renders a run given its experiment folder's latest link", async () => {
+Deno.test("parity report renders a run given its experiment folder's latest link", async () => {
   await withTemp(async (tmp) => {
     const { runDir, summary } = await makeFixtureRun(tmp, { verdict: "PASS" });
     await Deno.symlink(summary.run_id, `${tmp}/quickstart/latest`);
     assert.equal(await resolveRunDir(`${tmp}/quickstart`), `${tmp}/quickstart/latest`);
-    const { value, out } = await captureConsole(() => reportCommand([`${tmp}/quickstart/latest`]));
+    const { value, out } = await captureConsole(() => main(["report", `${tmp}/quickstart/latest`]));
     assert.equal(value, 0);
     assert.match(out, /report\.md/);
     assert.ok((await Deno.stat(`${runDir}/report.html`)).isFile);
   });
 });
 
-Deno.test("reportCommand() exits 2 on a folder without summary.json and on bad usage", async () => {
+Deno.test("parity report exits 2 on a folder without summary.json and on bad usage", async () => {
   await withTemp(async (tmp) => {
-    const missing = await captureConsole(() => reportCommand([tmp]));
+    const missing = await captureConsole(() => main(["report", tmp]));
     assert.equal(missing.value, 2);
     assert.match(missing.err, /no summary\.json/);
-    assert.equal((await captureConsole(() => reportCommand([]))).value, 2);
-    assert.equal((await captureConsole(() => reportCommand([tmp, "--bogus"]))).value, 2);
-    assert.equal((await captureConsole(() => reportCommand(["--help"]))).value, 0);
+    assert.equal((await captureConsole(() => main(["report"]))).value, 2);
+    assert.equal((await captureConsole(() => main(["report", tmp, "--bogus"]))).value, 2);
+    assert.equal((await captureConsole(() => main(["report", "--help"]))).value, 0);
   });
 });

@@ -4,7 +4,7 @@ import { readPlanFile } from "../affine/plan_file.ts";
 import { verifyPlan } from "../affine/verify.ts";
 import { type CliResult, join, QUICKSTART, runInProcess, runSubprocess } from "./_testing.ts";
 import { readNative, readNativeMetadata } from "./checkpoint.ts";
-import { epRankProcesses, writeVerifiedPlan } from "./plan.ts";
+import { epRankProcesses, writeVerifiedPlan } from "./resharding_plan.ts";
 
 /** A target topology: its `train` flags and its `--target` JSON (with extra trainer keys). */
 interface Target {

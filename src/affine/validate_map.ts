@@ -17,7 +17,7 @@
 import { boxContains, boxesOverlap, boxIntersection, boxSubtract, boxToString } from "./_box.ts";
 import type { Box } from "./_box.ts";
 export type { Box } from "./_box.ts";
-import { InvalidMapError, PlanBudgetError, UnsupportedLayoutError } from "./errors.ts";
+import { InvalidMapError, PlanBudgetError, UnsupportedLayoutError } from "./affine_errors.ts";
 import { numelOf, rowMajorStrides } from "./map.ts";
 import type { ParamAffineMap } from "./map.ts";
 

@@ -8,13 +8,13 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
-import type { RunSummary } from "../src/pipeline/summary.ts";
+import type { RunSummary } from "../../src/pipeline/summary.ts";
 
 /** The project folder. */
-export const PROJECT: string = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const PROJECT: string = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** The CLI entry. */
-export const CLI: string = join(PROJECT, "src/cli.ts");
+export const CLI: string = join(PROJECT, "src/cli/main.ts");
 
 /** Path of a fixture trainer script. */
 export function fixtureTrainer(name: string): string {
@@ -31,7 +31,7 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `deno run -A src/cli.ts <args>` and waits for it. */
+/** Runs `deno run -A src/cli/main.ts <args>` and waits for it. */
 export async function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", CLI, ...args],

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { captureConsole } from "../_test_console.ts";
-import { jsonl, withTempDir } from "../metrics/_testing.ts";
-import { compareCommand } from "./compare_command.ts";
+import { captureConsole } from "../../test/_testing/capture_console.ts";
+import { jsonl, withTempDir } from "../../test/_testing/metrics_fixtures.ts";
+import { main } from "./main.ts";
 
-/** Runs compareCommand capturing stdout and stderr. */
+/** Runs `parity compare` capturing stdout and stderr. */
 async function capture(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const r = await captureConsole(() => compareCommand(args));
+  const r = await captureConsole(() => main(["compare", ...args]));
   return { code: r.value, out: r.out, err: r.err };
 }
 
@@ -24,7 +24,7 @@ async function files(dir: string, change?: (s: number) => number | undefined) {
   return [a, b];
 }
 
-Deno.test("compareCommand() passes two identical JSONL files with exit 0", async () => {
+Deno.test("parity compare passes two identical JSONL files with exit 0", async () => {
   await withTempDir(async (dir) => {
     const [a, b] = await files(dir);
     const r = await capture([a, b]);
@@ -35,7 +35,7 @@ Deno.test("compareCommand() passes two identical JSONL files with exit 0", async
   });
 });
 
-Deno.test("compareCommand() prints the first divergent step with both values and exits 1", async () => {
+Deno.test("parity compare prints the first divergent step with both values and exits 1", async () => {
   await withTempDir(async (dir) => {
     const [a, b] = await files(dir, (s) => (s >= 6 ? loss(s) * (1 + 1e-12) : loss(s)));
     const r = await capture([a, b, "--lane", "exact"]);
@@ -51,7 +51,7 @@ Deno.test("compareCommand() prints the first divergent step with both values and
   });
 });
 
-Deno.test("compareCommand() fails a step missing from one file in the default union window", async () => {
+Deno.test("parity compare fails a step missing from one file in the default union window", async () => {
   await withTempDir(async (dir) => {
     const [a, b] = await files(dir, (s) => (s === 4 ? undefined : loss(s)));
     const r = await capture([a, b, "--lane", "tolerance", "--max-failures", "3", "--json"]);
@@ -64,7 +64,7 @@ Deno.test("compareCommand() fails a step missing from one file in the default un
   });
 });
 
-Deno.test("compareCommand() exits 3 on rounded metrics in the exact lane", async () => {
+Deno.test("parity compare exits 3 on rounded metrics in the exact lane", async () => {
   await withTempDir(async (dir) => {
     const [a, b] = await files(dir);
     const rounded = (await Deno.readTextFile(a)).replace(/"loss":(\d+\.\d{4})\d*/g, '"loss":$1');
@@ -77,17 +77,17 @@ Deno.test("compareCommand() exits 3 on rounded metrics in the exact lane", async
   });
 });
 
-Deno.test("compareCommand() exits 2 on usage errors", async () => {
+Deno.test("parity compare exits 2 on usage errors", async () => {
   assert.equal((await capture(["only-one.jsonl"])).code, 2);
   assert.equal((await capture(["a", "b", "--lane", "fuzzy"])).code, 2);
   assert.equal((await capture(["a", "b", "--rtol", "-1"])).code, 2);
   const r = await capture(["a", "b", "--bogus"]);
   assert.equal(r.code, 2);
-  assert.match(r.err, /unknown option --bogus/);
+  assert.match(r.err, /^parity compare: unknown option '--bogus'$/m);
   assert.equal((await capture(["--help"])).code, 0);
 });
 
-Deno.test("compareCommand() compares a JSONL file with a csv_monitor folder", async () => {
+Deno.test("parity compare compares a JSONL file with a csv_monitor folder", async () => {
   await withTempDir(async (dir) => {
     const [a] = await files(dir);
     await Deno.mkdir(`${dir}/csv`);
@@ -110,7 +110,7 @@ Deno.test("compareCommand() compares a JSONL file with a csv_monitor folder", as
   });
 });
 
-Deno.test("compareCommand() judges a resume against a full baseline over the steps both span", async () => {
+Deno.test("parity compare judges a resume against a full baseline over the steps both span", async () => {
   await withTempDir(async (dir) => {
     const [a, b] = await files(dir, (s) => (s >= 6 ? loss(s) : undefined));
     const r = await capture([a, b, "--json"]);

@@ -14,7 +14,7 @@ import {
   UsageError,
   type ValidationError,
   type ValidationResult,
-} from "./errors.ts";
+} from "./validation_errors.ts";
 import { loadExperimentFile } from "./load.ts";
 import { expandMatrix, type MatrixExpansion } from "./matrix.ts";
 import { applySets, parseSetArgument, type SetOverride } from "./overrides.ts";

@@ -124,7 +124,7 @@ export async function compileSpec(spec: ChartSpec, warnings: string[] = []): Pro
  *
  * @example
  * ```ts
- * import { renderSvg } from "./render.ts";
+ * import { renderSvg } from "./render_chart.ts";
  * const svg = await renderSvg({ mark: "point", data: { values: [{ x: 1 }] },
  *   encoding: { x: { field: "x", type: "quantitative" } } });
  * svg.startsWith("<svg"); // true

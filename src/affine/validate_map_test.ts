@@ -1,5 +1,5 @@
 import { equal, throws } from "node:assert/strict";
-import { InvalidMapError, PlanBudgetError, UnsupportedLayoutError } from "./errors.ts";
+import { InvalidMapError, PlanBudgetError, UnsupportedLayoutError } from "./affine_errors.ts";
 import {
   contiguousSplitMap,
   makePlacement,
@@ -8,7 +8,7 @@ import {
   replicatedMap,
 } from "./map.ts";
 import type { ParamAffineMap } from "./map.ts";
-import { normalizeMap, validateMapForPlanning } from "./validate.ts";
+import { normalizeMap, validateMapForPlanning } from "./validate_map.ts";
 
 const clone = (m: ParamAffineMap): ParamAffineMap => structuredClone(m);
 

@@ -1,3 +1,10 @@
+/**
+ * Raw experiment data for tests (what a parsed YAML file holds), shared by the experiment and CLI
+ * tests.
+ *
+ * @module
+ */
+
 /** A valid experiment close to the quickstart, as raw parsed data (a fresh copy each call). */
 export function quickstartRaw(): Record<string, unknown> {
   return {

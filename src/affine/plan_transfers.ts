@@ -18,12 +18,12 @@ import {
   InvalidReplicaPolicyError,
   PlanBudgetError,
   UnsupportedLayoutError,
-} from "./errors.ts";
+} from "./affine_errors.ts";
 import type { ParamAffineMap } from "./map.ts";
 import { numelOf } from "./map.ts";
 import { localFirstLeastLoaded, perRequest } from "./policies.ts";
-import { coversUnion, frameAddress, normalizeMap, resolveBudget } from "./validate.ts";
-import type { MapFrame, PlanBudget } from "./validate.ts";
+import { coversUnion, frameAddress, normalizeMap, resolveBudget } from "./validate_map.ts";
+import type { MapFrame, PlanBudget } from "./validate_map.ts";
 
 /** One holder of a requested region: its map location and, when mapped, its process. */
 export interface ReplicaHolder {

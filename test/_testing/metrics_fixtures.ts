@@ -1,10 +1,10 @@
 /**
- * Test helpers shared by the metrics and parity tests: temp dirs and in-memory series.
+ * Test helpers shared by the metrics, parity and CLI tests: temp dirs and in-memory series.
  *
  * @module
  */
 
-import type { MetricSeries } from "./series.ts";
+import type { MetricSeries } from "../../src/metrics/series.ts";
 
 /** Runs `fn` with a fresh temp dir, removed afterwards. */
 export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { lossOverlaySpec } from "./loss_overlay.ts";
-import { renderSvg, staticSpec, svgToPng, writeChart } from "./render.ts";
+import { renderSvg, staticSpec, svgToPng, writeChart } from "./render_chart.ts";
 import { darkPixels, decodePng } from "./testdata/decode_png.ts";
 
 const spec = lossOverlaySpec({

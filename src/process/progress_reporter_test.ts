@@ -1,5 +1,5 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { formatDuration, ProgressReporter } from "./progress.ts";
+import { formatDuration, ProgressReporter } from "./progress_reporter.ts";
 
 function fakeTerminal(tty: boolean) {
   let clock = 0;
