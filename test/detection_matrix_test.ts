@@ -126,7 +126,7 @@ Deno.test("detection matrix: a trainer with tiny random loss noise ends in ABSTA
           "run",
           "-A",
           "--quiet",
-          join(PROJECT, "src/parity/testdata/noisy_trainer.ts"),
+          join(PROJECT, "test/trainers/noisy_trainer.ts"),
         ],
       },
       resume: { native: { from: "native" } },

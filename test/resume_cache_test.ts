@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { findProcesses, uniqueMarker, waitForNoProcesses } from "../src/process/mod.ts";
+import { findProcesses, uniqueMarker, waitForNoProcesses } from "./_testing/proc_table.ts";
 import type { RunSummary } from "../src/pipeline/summary.ts";
 import {
   CLI,

@@ -1,5 +1,5 @@
 /**
- * Plan files (ARCHITECTURE.md contract, `schema_version` 1): the segments of every parameter of
+ * Plan files (docs/plan-sync.md, "Plan files"; `schema_version` 1): the segments of every parameter of
  * one sync together with the two maps they were planned from, so any reader can verify them.
  *
  * ```json

@@ -1,5 +1,5 @@
 import { deepEqual, equal, ok, throws } from "node:assert/strict";
-import { attribution } from "./_test_support.ts";
+import { attribution } from "./_testing.ts";
 import { InvalidMapError, InvalidReplicaPolicyError, PlanBudgetError } from "./affine_errors.ts";
 import { contiguousSplitMap, makePlacement, placementToMap, replicatedMap } from "./map.ts";
 import { coalesceSegments, planTransfers } from "./plan_transfers.ts";

@@ -1,11 +1,5 @@
 import { equal, ok } from "node:assert/strict";
-import {
-  partlyReplicatedMap,
-  randInt,
-  randomPlacementMap,
-  randomSizes,
-  rng,
-} from "./_test_support.ts";
+import { partlyReplicatedMap, randInt, randomPlacementMap, randomSizes, rng } from "./_testing.ts";
 import { contiguousSplitMap, extract, numelOf, replicatedMap } from "./map.ts";
 import type { ParamAffineMap } from "./map.ts";
 import { planTransfers } from "./plan_transfers.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { lossOverlaySpec } from "./loss_overlay.ts";
 import { renderSvg, staticSpec, svgToPng, writeChart } from "./render_chart.ts";
-import { darkPixels, decodePng } from "./testdata/decode_png.ts";
+import { darkPixels, decodePng } from "../../test/_testing/decode_png.ts";
 
 const spec = lossOverlaySpec({
   title: "Resume parity loss",

@@ -1,7 +1,7 @@
 /**
  * Reading experiment files: YAML (with line:column in syntax errors, duplicate keys rejected
  * with their path) or strict JSON for `.json` files. The result is the raw parsed mapping; see
- * `validate.ts` for overrides, matrix expansion and the schema.
+ * `validate_experiment.ts` for overrides, matrix expansion and the schema.
  *
  * @module
  */

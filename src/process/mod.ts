@@ -67,10 +67,4 @@ export {
   type MetricsFollower,
 } from "./metrics_follower.ts";
 export { isSecretName, REDACTED, redactEnv, SECRET_NAME_PATTERN } from "./redact.ts";
-export {
-  findProcesses,
-  type ProcessEntry,
-  uniqueMarker,
-  waitForNoProcesses,
-} from "./proc_table.ts";
 export { groupMembers, reapGroup } from "./reap.ts";

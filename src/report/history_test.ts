@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { captureConsole } from "../../test/_testing/capture_console.ts";
 import { parse } from "csv-parse/sync";
 import type { RunSummary } from "../pipeline/summary.ts";
-import { makeFixtureRun } from "./testdata/make_fixture.ts";
+import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
 import { appendHistory, HISTORY_COLUMNS, readHistory, trendPoints } from "./history.ts";
 import { main } from "../cli/main.ts";
-import { decodePng } from "../charts/testdata/decode_png.ts";
+import { decodePng } from "../../test/_testing/decode_png.ts";
 
 async function twoRuns(tmp: string): Promise<RunSummary[]> {
   const pass = (await makeFixtureRun(tmp, {

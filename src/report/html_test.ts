@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { makeFixtureRun } from "./testdata/make_fixture.ts";
+import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
 import { renderRun } from "./render_run.ts";
 import { htmlTable, scriptJson, scriptText } from "./html.ts";
 

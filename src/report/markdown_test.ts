@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { makeFixtureRun } from "./testdata/make_fixture.ts";
+import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
 import { renderRun } from "./render_run.ts";
 import { codeBlock, mdTable, mdText, reportMarker, verdictLine } from "./markdown.ts";
 

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { captureConsole } from "../../test/_testing/capture_console.ts";
-import { makeFixtureRun } from "./testdata/make_fixture.ts";
+import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
 import { renderRun, resolveRunDir } from "./render_run.ts";
 import { main } from "../cli/main.ts";
-import { decodePng } from "../charts/testdata/decode_png.ts";
+import { decodePng } from "../../test/_testing/decode_png.ts";
 
 async function withTemp(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "parity_render_" });

@@ -18,7 +18,7 @@ export const CLI: string = join(PROJECT, "src/cli/main.ts");
 
 /** Path of a fixture trainer script. */
 export function fixtureTrainer(name: string): string {
-  return join(PROJECT, "test/fixtures/trainers", name);
+  return join(PROJECT, "test/trainers", name);
 }
 
 /** Result of one CLI run. */

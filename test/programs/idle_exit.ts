@@ -5,7 +5,7 @@
  * @module
  */
 
-import { installSignalHandlers, runChild } from "../mod.ts";
+import { installSignalHandlers, runChild } from "../../src/process/mod.ts";
 
 installSignalHandlers({ onInterrupt: (i) => Deno.exit(i.exitCode) });
 const logDir = await Deno.makeTempDir({ prefix: "idle_exit_" });

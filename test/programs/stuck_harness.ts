@@ -7,7 +7,7 @@
  * @module
  */
 
-import { installSignalHandlers } from "../mod.ts";
+import { installSignalHandlers } from "../../src/process/mod.ts";
 
 installSignalHandlers({
   listenWhileIdle: true,

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { installSignalHandlers, runChild, shutdown } from "../mod.ts";
+import { installSignalHandlers, runChild, shutdown } from "../../src/process/mod.ts";
 
 const [recordPath, marker, logDir] = Deno.args;
 const fixture = new URL("./hang_with_children.sh", import.meta.url).pathname;

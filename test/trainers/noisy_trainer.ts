@@ -1,5 +1,5 @@
 /**
- * A test-fixture trainer honouring the trainer contract (ARCHITECTURE.md): it reads `PARITY_*`
+ * A test-fixture trainer honouring the trainer contract (README.md, "The trainer contract"): it reads `PARITY_*`
  * environment variables, appends step records `{"step", "loss", "lr"}` to
  * `PARITY_METRICS_FILE` for steps 1..PARITY_STOP_AT (or from the checkpoint's step + 1 when
  * `PARITY_RESUME_FROM` is set), and "checkpoints" by writing `{"step": N}` to

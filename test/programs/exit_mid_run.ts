@@ -7,7 +7,7 @@
  * @module
  */
 
-import { runChild } from "../mod.ts";
+import { runChild } from "../../src/process/mod.ts";
 
 const [marker, logDir] = Deno.args;
 void runChild({

@@ -6,13 +6,13 @@
  * @module
  */
 
-import { ulpDistance64 } from "../../parity/ulp.ts";
+import { ulpDistance64 } from "../../src/parity/ulp.ts";
 import type {
   ComparisonSummary,
   PhaseSummary,
   RunSummary,
   Verdict,
-} from "../../pipeline/summary.ts";
+} from "../../src/pipeline/summary.ts";
 
 /** Options of {@link makeFixtureRun}. */
 export interface FixtureOptions {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { withTempDir } from "../../../test/_testing/metrics_fixtures.ts";
-import { evaluateRun } from "../evaluate.ts";
-import type { PhaseEvidence } from "../types.ts";
+import { withTempDir } from "../_testing/metrics_fixtures.ts";
+import { evaluateRun } from "../../src/parity/evaluate.ts";
+import type { PhaseEvidence } from "../../src/parity/types.ts";
 
 const TRAINER = new URL("./noisy_trainer.ts", import.meta.url).pathname;
 const STEPS = 12;
