@@ -1,19 +1,25 @@
 /**
- * `parity schema`: prints the experiment file JSON Schema (the same document as
- * `experiments/schema.json`).
+ * `parity schema [--write [path]]`: prints the experiment file JSON Schema, or writes it
+ * (`experiments/schema.json` by default) after the zod schema changed.
  *
  * @module
  */
 
 import { Command } from "commander";
-import { experimentJsonSchema } from "../experiment/mod.ts";
+import { experimentJsonSchema, writeSchemaFile } from "../experiment/mod.ts";
 import type { Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity schema`. */
 export const schemaCommand: Subcommand = (exit) =>
   new Command("schema")
     .description("print the experiment file JSON Schema")
-    .action(() => {
-      console.log(JSON.stringify(experimentJsonSchema(), null, 2));
+    .option("--write [path]", "write it to a file instead (default: experiments/schema.json)")
+    .action(async (options: { write?: string | true }) => {
+      if (options.write === undefined) {
+        console.log(JSON.stringify(experimentJsonSchema(), null, 2));
+      } else {
+        const path = await writeSchemaFile(options.write === true ? undefined : options.write);
+        console.log(`wrote ${path}`);
+      }
       exit(0);
     });
