@@ -1,12 +1,13 @@
 /**
- * Test helpers shared by the reference trainer's tests: run the CLI in-process or as a real
- * subprocess, read metrics files, and find the first step where two runs differ.
+ * Test helpers for the reference trainer, used by its tests and by bench/trainer_bench.ts: run its
+ * CLI in-process or as a real subprocess, read metrics files, and find the first step where two
+ * runs differ.
  *
  * @module
  */
 
 import { join } from "node:path";
-import { main } from "./cli.ts";
+import { main } from "../../src/reference/cli.ts";
 
 /** The quickstart topology: 4 ranks, EP 2 with expert 2 replicated, ZeRO-2, bf16, GA 2. */
 export const QUICKSTART: readonly string[] = [
@@ -46,9 +47,9 @@ export async function runInProcess(
 }
 
 /** The CLI entry file. */
-export const CLI_PATH: string = new URL("./cli.ts", import.meta.url).pathname;
+export const CLI_PATH: string = new URL("../../src/reference/cli.ts", import.meta.url).pathname;
 
-/** Runs the CLI as a real subprocess (`deno run -A cli.ts ...`) in `cwd`. */
+/** Runs the CLI as a real subprocess (`deno run -A src/reference/cli.ts ...`) in `cwd`. */
 export async function runSubprocess(
   argv: string[],
   cwd: string,
