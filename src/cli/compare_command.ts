@@ -48,7 +48,7 @@ const count = numberArgument((x) => Number.isInteger(x) && x >= 0, "an integer >
 const positive = numberArgument((x) => x > 0, "a number > 0");
 
 /** Builds `parity compare`. */
-export const compareCommand: Subcommand = (exit) =>
+export const compareCommand: Subcommand = (exit): Command =>
   new Command("compare")
     .description("compare one metric of two metrics files with the exact and/or tolerance lane")
     .argument("<a>", "first metrics file")

@@ -21,7 +21,7 @@ export interface GcCommandOptions {
 }
 
 /** Builds `parity gc`. */
-export const gcCommand: Subcommand = (exit) =>
+export const gcCommand: Subcommand = (exit): Command =>
   new Command("gc")
     .description("delete checkpoints that no cached phase still needs")
     .argument("[results-dir]", "results folder", "results")

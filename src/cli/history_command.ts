@@ -13,7 +13,7 @@ import { numberArgument, type Subcommand } from "./_subcommand.ts";
 const positiveInteger = numberArgument((x) => Number.isInteger(x) && x >= 1, "an integer >= 1");
 
 /** Builds `parity history`. */
-export const historyCommand: Subcommand = (exit) =>
+export const historyCommand: Subcommand = (exit): Command =>
   new Command("history")
     .description("trend chart and table of past runs")
     .argument("[results-dir]", "results folder", "results")

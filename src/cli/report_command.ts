@@ -11,7 +11,7 @@ import { renderRun, resolveRunDir } from "../report/mod.ts";
 import type { Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity report`. */
-export const reportCommand: Subcommand = (exit) =>
+export const reportCommand: Subcommand = (exit): Command =>
   new Command("report")
     .description("re-render every output of a finished run")
     .argument(

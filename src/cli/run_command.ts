@@ -39,7 +39,7 @@ export interface RunCommandOptions {
 const FORCE_ALL = "*";
 
 /** Builds `parity run`. */
-export const runCommand: Subcommand = (exit) => {
+export const runCommand: Subcommand = (exit): Command => {
   const command = new ForceAwareCommand("run")
     .description("run experiments (same as: deno task run-experiment <file>...)")
     .argument("<file...>", "experiment files (YAML or JSON)")

@@ -10,7 +10,7 @@ import { experimentJsonSchema, writeSchemaFile } from "../experiment/mod.ts";
 import type { Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity schema`. */
-export const schemaCommand: Subcommand = (exit) =>
+export const schemaCommand: Subcommand = (exit): Command =>
   new Command("schema")
     .description("print the experiment file JSON Schema")
     .option("--write [path]", "write it to a file instead (default: experiments/schema.json)")

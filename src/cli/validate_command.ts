@@ -17,7 +17,7 @@ import {
 import { collect, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Builds `parity validate`. */
-export const validateCommand: Subcommand = (exit) => {
+export const validateCommand: Subcommand = (exit): Command => {
   const command = new Command("validate")
     .description("check experiment files without running anything")
     .argument("<file...>", "experiment files (YAML or JSON)")

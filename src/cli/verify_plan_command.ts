@@ -11,7 +11,7 @@ import { formatVerdict, verifyPlan } from "../affine/mod.ts";
 import type { Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity verify-plan`. */
-export const verifyPlanCommand: Subcommand = (exit) =>
+export const verifyPlanCommand: Subcommand = (exit): Command =>
   new Command("verify-plan")
     .description("verify a transfer plan and print its statistics")
     .argument("<plan.json>", "plan file")
