@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { REPLICA_POLICY_NAMES } from "../affine/policies.ts";
 import { readPlanFile } from "../affine/plan_file.ts";
 import { verifyPlan } from "../affine/verify.ts";
-import { type CliResult, join, QUICKSTART, runInProcess, runSubprocess } from "../../test/_testing/reference_trainer.ts";
+import {
+  type CliResult,
+  join,
+  QUICKSTART,
+  runInProcess,
+  runSubprocess,
+} from "../../test/_testing/reference_trainer.ts";
 import { readNative, readNativeMetadata } from "./checkpoint.ts";
 import { epRankProcesses, writeVerifiedPlan } from "./resharding_plan.ts";
 
