@@ -9,10 +9,10 @@
  */
 
 import { buildRunCharts } from "../src/charts/run_charts.ts";
-import { writeChart } from "../src/charts/render.ts";
+import { writeChart } from "../src/charts/render_chart.ts";
 import { loadRun } from "../src/report/load_run.ts";
-import { renderRun } from "../src/report/render.ts";
-import { makeFixtureRun } from "../src/report/testdata/make_fixture.ts";
+import { renderRun } from "../src/report/render_run.ts";
+import { makeFixtureRun } from "../test/_testing/run_fixture.ts";
 
 const tmp = await Deno.makeTempDir({ prefix: "parity_charts_bench_" });
 globalThis.addEventListener("unload", () => Deno.removeSync(tmp, { recursive: true }));

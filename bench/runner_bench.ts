@@ -9,7 +9,7 @@
  */
 
 const PROJECT = new URL("..", import.meta.url).pathname;
-const CLI = `${PROJECT}src/cli.ts`;
+const CLI = `${PROJECT}src/cli/main.ts`;
 const QUICKSTART = `${PROJECT}experiments/quickstart.yaml`;
 const dir = Deno.makeTempDirSync({ prefix: "runner_bench_" });
 const ratios: number[] = [];

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { QUICKSTART as REFERENCE_QUICKSTART } from "../src/reference/_testing.ts";
+import { QUICKSTART as REFERENCE_QUICKSTART } from "../test/_testing/reference_trainer.ts";
 
 const CLI = new URL("../src/reference/cli.ts", import.meta.url).pathname;
 const QUICKSTART = [...REFERENCE_QUICKSTART, "--steps", "40"];

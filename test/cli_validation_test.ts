@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { basename, join } from "node:path";
 import { pathExists } from "../src/pipeline/run_store.ts";
-import { main } from "../src/cli.ts";
-import { captureConsole } from "../src/_test_console.ts";
-import { PROJECT, runCli, writeExperiment } from "./_harness.ts";
+import { main } from "../src/cli/main.ts";
+import { captureConsole } from "./_testing/capture_console.ts";
+import { PROJECT, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 
 const BAD_DIR = join(PROJECT, "test/fixtures/bad_experiments");
 

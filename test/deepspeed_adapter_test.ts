@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readMetrics } from "../src/metrics/mod.ts";
 import { readExperimentFile } from "../src/experiment/mod.ts";
-import { PROJECT } from "./_harness.ts";
+import { PROJECT } from "./_testing/cli_harness.ts";
 
 const SCRIPT = `
 import sys

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunSummary } from "../src/types/summary.ts";
 import { DETECTION_MATRIX } from "./detection_matrix.ts";
-import { latestSummary, PROJECT, runCli, writeExperiment } from "./_harness.ts";
+import { latestSummary, PROJECT, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 
 const QUICKSTART = join(PROJECT, "experiments/quickstart.yaml");
 
@@ -126,7 +126,7 @@ Deno.test("detection matrix: a trainer with tiny random loss noise ends in ABSTA
           "run",
           "-A",
           "--quiet",
-          join(PROJECT, "src/parity/testdata/noisy_trainer.ts"),
+          join(PROJECT, "test/trainers/noisy_trainer.ts"),
         ],
       },
       resume: { native: { from: "native" } },

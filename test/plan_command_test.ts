@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { ManifestChild } from "../src/pipeline/manifest.ts";
 import type { PlanPreview } from "../src/pipeline/plan_preview.ts";
-import { runCli } from "./_harness.ts";
+import { runCli } from "./_testing/cli_harness.ts";
 
 const QUICKSTART = "experiments/quickstart.yaml";
 

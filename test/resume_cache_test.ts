@@ -8,9 +8,16 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { findProcesses, uniqueMarker, waitForNoProcesses } from "../src/process/mod.ts";
+import { findProcesses, uniqueMarker, waitForNoProcesses } from "./_testing/proc_table.ts";
 import type { RunSummary } from "../src/types/summary.ts";
-import { CLI, denoCommand, latestSummary, PROJECT, runCli, writeExperiment } from "./_harness.ts";
+import {
+  CLI,
+  denoCommand,
+  latestSummary,
+  PROJECT,
+  runCli,
+  writeExperiment,
+} from "./_testing/cli_harness.ts";
 
 function experiment(marker: string, flags: Record<string, string>) {
   return {

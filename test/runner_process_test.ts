@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { findProcesses, uniqueMarker, waitForNoProcesses } from "../src/process/mod.ts";
+import { findProcesses, uniqueMarker, waitForNoProcesses } from "./_testing/proc_table.ts";
 import {
   CLI,
   denoCommand,
@@ -15,7 +15,7 @@ import {
   PROJECT,
   runCli,
   writeExperiment,
-} from "./_harness.ts";
+} from "./_testing/cli_harness.ts";
 
 function commandExperiment(name: string, command: string[], extra: Record<string, unknown> = {}) {
   return {

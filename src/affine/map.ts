@@ -10,7 +10,7 @@
  * @module
  */
 
-import { InvalidMapError } from "./errors.ts";
+import { InvalidMapError } from "./affine_errors.ts";
 
 /** Version of the map encoding this module reads and writes. */
 export const AFFINE_MAP_FORMAT_VERSION = 1;

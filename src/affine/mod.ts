@@ -13,11 +13,11 @@
  * @module
  */
 
-export * from "./errors.ts";
+export * from "./affine_errors.ts";
 export * from "./map.ts";
-export * from "./validate.ts";
-export * from "./plan.ts";
+export * from "./validate_map.ts";
+export * from "./plan_transfers.ts";
 export * from "./policies.ts";
 export * from "./plan_file.ts";
 export * from "./verify.ts";
-export { formatVerdict, runVerifyCli, verifyPlanCommand } from "./cli.ts";
+export { formatVerdict } from "./format_verdict.ts";

@@ -1,5 +1,5 @@
 /**
- * Plan files (ARCHITECTURE.md contract, `schema_version` 1): the segments of every parameter of
+ * Plan files (docs/plan-sync.md, "Plan files"; `schema_version` 1): the segments of every parameter of
  * one sync together with the two maps they were planned from, so any reader can verify them.
  *
  * ```json
@@ -12,11 +12,16 @@
  * @module
  */
 
-import { AffineError } from "./errors.ts";
+import { AffineError } from "./affine_errors.ts";
 import { mapToDict } from "./map.ts";
 import type { ParamAffineMapDict } from "./map.ts";
-import type { MapPair, ProcessMapping, TransferPlans, TransferSegmentDict } from "./plan.ts";
-import { toProcessMap } from "./plan.ts";
+import type {
+  MapPair,
+  ProcessMapping,
+  TransferPlans,
+  TransferSegmentDict,
+} from "./plan_transfers.ts";
+import { toProcessMap } from "./plan_transfers.ts";
 
 /** The plan file schema version this module reads and writes. */
 export const PLAN_SCHEMA_VERSION = 1;

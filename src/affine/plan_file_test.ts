@@ -1,7 +1,7 @@
 import { deepEqual, equal, rejects, throws } from "node:assert/strict";
-import { AffineError } from "./errors.ts";
+import { AffineError } from "./affine_errors.ts";
 import { contiguousSplitMap, replicatedMap } from "./map.ts";
-import { planTransfers } from "./plan.ts";
+import { planTransfers } from "./plan_transfers.ts";
 import {
   buildPlanFile,
   parsePlanFile,
@@ -20,7 +20,7 @@ const pairs = {
 };
 const processes = { sourceProcesses: { 0: 0, 1: 1 }, targetProcesses: new Map([[0, 1], [1, 0]]) };
 
-Deno.test("buildPlanFile() follows the ARCHITECTURE.md contract", () => {
+Deno.test("buildPlanFile() follows the plan file contract of docs/plan-sync.md", () => {
   const plans = planTransfers(pairs, {
     ...processes,
     elementSize: { "layers.0.w1": 4, "layers.0.b": 2 },

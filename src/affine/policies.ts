@@ -14,7 +14,7 @@
 
 import { balanceSplits } from "./_balance.ts";
 import type { FlexibleRequest } from "./_balance.ts";
-import { AffineError } from "./errors.ts";
+import { AffineError } from "./affine_errors.ts";
 import type {
   PolicyContext,
   ReplicaAnswer,
@@ -22,7 +22,7 @@ import type {
   ReplicaPart,
   ReplicaPolicy,
   ReplicaRequest,
-} from "./plan.ts";
+} from "./plan_transfers.ts";
 
 /** The key a holder's send load is accounted under: its process, else its own location. */
 export function processKey(holder: ReplicaHolder): string {

@@ -1,15 +1,9 @@
 import { equal, ok } from "node:assert/strict";
-import {
-  partlyReplicatedMap,
-  randInt,
-  randomPlacementMap,
-  randomSizes,
-  rng,
-} from "./_test_support.ts";
+import { partlyReplicatedMap, randInt, randomPlacementMap, randomSizes, rng } from "./_testing.ts";
 import { contiguousSplitMap, extract, numelOf, replicatedMap } from "./map.ts";
 import type { ParamAffineMap } from "./map.ts";
-import { planTransfers } from "./plan.ts";
-import type { MapPair, ReplicaAnswer, ReplicaPolicy, ReplicaRequest } from "./plan.ts";
+import { planTransfers } from "./plan_transfers.ts";
+import type { MapPair, ReplicaAnswer, ReplicaPolicy, ReplicaRequest } from "./plan_transfers.ts";
 import { buildPlanFile } from "./plan_file.ts";
 import { balancedOutcome, firstHolder, highestHolder, localFirstLeastLoaded } from "./policies.ts";
 import { executeSegments, verifyPlan } from "./verify.ts";

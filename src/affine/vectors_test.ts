@@ -1,8 +1,8 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { attribution, singlePlanFile } from "./_test_support.ts";
+import { attribution, singlePlanFile } from "./_testing.ts";
 import { mapFromDict } from "./map.ts";
-import { planTransfer, planTransfers } from "./plan.ts";
-import type { TransferSegmentDict } from "./plan.ts";
+import { planTransfer, planTransfers } from "./plan_transfers.ts";
+import type { TransferSegmentDict } from "./plan_transfers.ts";
 import { firstHolder, highestHolder } from "./policies.ts";
 import { verifyPlan } from "./verify.ts";
 

@@ -1,7 +1,7 @@
 import { equal, match, ok } from "node:assert/strict";
-import { singlePlanFile } from "./_test_support.ts";
+import { singlePlanFile } from "./_testing.ts";
 import { contiguousSplitMap, mapToDict, replicatedMap } from "./map.ts";
-import type { TransferSegmentDict } from "./plan.ts";
+import type { TransferSegmentDict } from "./plan_transfers.ts";
 import { executeSegments, verifyPlan } from "./verify.ts";
 
 const vectors = JSON.parse(

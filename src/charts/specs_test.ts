@@ -5,7 +5,7 @@ import { alignDifference, differenceSpec } from "./difference.ts";
 import { historyTrendSpec } from "./history_trend.ts";
 import { lossOverlaySpec } from "./loss_overlay.ts";
 import { planLoadRows, planLoadSpec } from "./plan_load.ts";
-import { compileSpec } from "./render.ts";
+import { compileSpec } from "./render_chart.ts";
 import type { ChartSpec } from "./_spec.ts";
 
 // deno-lint-ignore no-explicit-any

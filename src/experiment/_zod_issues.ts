@@ -7,7 +7,7 @@ import type { z } from "zod";
 import { closestMatch, didYouMean } from "./_did_you_mean.ts";
 import { describeValue, formatPath, isRecord, valueAt } from "./_path.ts";
 import { declaredKeysAt, matchingLiteralKeys, schemasAt, unionOptions } from "./_schema_walk.ts";
-import type { ValidationError } from "./errors.ts";
+import type { ValidationError } from "./validation_errors.ts";
 
 type Issue = z.core.$ZodIssue;
 

@@ -2,7 +2,7 @@ import { deepEqual, ok } from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { experimentJsonSchema } from "./json_schema.ts";
 import { loadExperimentText } from "./load.ts";
-import { validateExperiment } from "./validate.ts";
+import { validateExperiment } from "./validate_experiment.ts";
 
 const DOC = fileURLToPath(new URL("../../docs/experiment-files.md", import.meta.url));
 

@@ -12,7 +12,7 @@ import { ExperimentObjectSchema } from "./schema.ts";
 export const SCHEMA_FILE = "experiments/schema.json";
 
 /** Command that regenerates {@link SCHEMA_FILE}. */
-export const SCHEMA_GEN_COMMAND = "deno run -A src/experiment/schema_gen.ts";
+export const SCHEMA_GEN_COMMAND = "deno task parity schema --write";
 
 /**
  * The experiment file's JSON Schema (draft 2020-12, input form: fields with defaults are

@@ -1,7 +1,7 @@
 /**
  * Reading experiment files: YAML (with line:column in syntax errors, duplicate keys rejected
  * with their path) or strict JSON for `.json` files. The result is the raw parsed mapping; see
- * `validate.ts` for overrides, matrix expansion and the schema.
+ * `validate_experiment.ts` for overrides, matrix expansion and the schema.
  *
  * @module
  */
@@ -9,7 +9,7 @@
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import { formatPath, isRecord } from "./_path.ts";
 import { parseStrictJson } from "./_strict_json.ts";
-import { ExperimentFileError, type ValidationError } from "./errors.ts";
+import { ExperimentFileError, type ValidationError } from "./validation_errors.ts";
 
 /** Whether a file name is read as JSON (by extension); everything else is read as YAML. */
 export function isJsonFileName(name: string): boolean {

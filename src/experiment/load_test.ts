@@ -1,5 +1,5 @@
 import { deepEqual, equal, match, throws } from "node:assert/strict";
-import { ExperimentFileError } from "./errors.ts";
+import { ExperimentFileError } from "./validation_errors.ts";
 import { loadExperimentFile, loadExperimentText } from "./load.ts";
 
 function errorsOf(text: string, name: string): string[] {

@@ -10,7 +10,7 @@ import type { z } from "zod";
 import { didYouMean } from "./_did_you_mean.ts";
 import { formatPath, isRecord } from "./_path.ts";
 import { declaredKeysAt, schemasAt } from "./_schema_walk.ts";
-import { UsageError, type ValidationError } from "./errors.ts";
+import { UsageError, type ValidationError } from "./validation_errors.ts";
 import { parseKeyPath, setAtPath } from "./overrides.ts";
 
 /** Most combinations one matrix may produce. */

@@ -1,5 +1,5 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { quickstartRaw } from "./_test_helpers.ts";
+import { quickstartRaw } from "../../test/_testing/experiment_files.ts";
 import { expandMatrix, MAX_MATRIX_COMBINATIONS } from "./matrix.ts";
 import { ExperimentObjectSchema } from "./schema.ts";
 

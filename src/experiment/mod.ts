@@ -14,16 +14,15 @@
  */
 
 export * from "./schema.ts";
-export * from "./errors.ts";
+export * from "./validation_errors.ts";
 export * from "./load.ts";
 export * from "./overrides.ts";
 export * from "./matrix.ts";
 export * from "./placeholders.ts";
 export * from "./rules.ts";
-export * from "./validate.ts";
+export * from "./validate_experiment.ts";
 export * from "./json_schema.ts";
 export { writeSchemaFile } from "./schema_gen.ts";
-export * from "./validate_command.ts";
 export * from "./canonical_json.ts";
 export * from "./phase_graph.ts";
 export * from "./resolve_plan.ts";

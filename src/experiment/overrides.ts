@@ -9,7 +9,7 @@
 
 import { isMap, isSeq, parseDocument } from "yaml";
 import { describeValue, formatPath, isRecord } from "./_path.ts";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./validation_errors.ts";
 
 /** One parsed `--set`. */
 export interface SetOverride {

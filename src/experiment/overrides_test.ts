@@ -1,5 +1,5 @@
 import { deepEqual, throws } from "node:assert/strict";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./validation_errors.ts";
 import { applySets, parseKeyPath, parseSetArgument } from "./overrides.ts";
 
 const apply = (raw: Record<string, unknown>, ...sets: string[]) =>

@@ -9,7 +9,7 @@
 
 import { didYouMean } from "./_did_you_mean.ts";
 import { describeValue, isRecord } from "./_path.ts";
-import type { ValidationError } from "./errors.ts";
+import type { ValidationError } from "./validation_errors.ts";
 import { checkTemplate, PLACEHOLDERS, type ProgramKind } from "./placeholders.ts";
 import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
 import { mergeArgs, phaseGraph, programArgs, programEntry, trainerPreset } from "./phase_graph.ts";

@@ -1,5 +1,5 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { commandRaw, quickstartRaw } from "./_test_helpers.ts";
+import { commandRaw, quickstartRaw } from "../../test/_testing/experiment_files.ts";
 import { programEntry } from "./phase_graph.ts";
 import { checkExperimentRules, phaseNames } from "./rules.ts";
 import { type Experiment, ExperimentObjectSchema } from "./schema.ts";

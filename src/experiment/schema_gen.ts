@@ -1,6 +1,5 @@
 /**
- * Regenerates `experiments/schema.json` from the zod schema:
- * `deno run -A src/experiment/schema_gen.ts` (from the project root).
+ * Regenerates `experiments/schema.json` from the zod schema (`deno task parity schema --write`).
  *
  * @module
  */
@@ -14,9 +13,4 @@ export async function writeSchemaFile(
 ): Promise<string> {
   await Deno.writeTextFile(path, experimentJsonSchemaText());
   return path;
-}
-
-if (import.meta.main) {
-  const path = await writeSchemaFile(Deno.args[0]);
-  console.log(`wrote ${path}`);
 }

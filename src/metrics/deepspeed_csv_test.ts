@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { parseDeepspeedCsv, readDeepspeedCsv } from "./deepspeed_csv.ts";
 import { readMetrics } from "./read.ts";
 import { READER_CODES } from "./series.ts";
-import { withTempDir } from "./_testing.ts";
+import { withTempDir } from "../../test/_testing/metrics_fixtures.ts";
 
 Deno.test("readDeepspeedCsv() reads a csv_monitor folder with repeated headers and sample steps", async () => {
   await withTempDir(async (dir) => {

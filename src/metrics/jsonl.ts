@@ -1,5 +1,5 @@
 /**
- * Strict reader of the metrics JSONL contract (ARCHITECTURE.md): step records
+ * Strict reader of the metrics JSONL contract (README.md, "The trainer contract"): step records
  * `{"step": 21, "loss": 2.71, ...}` (every numeric field a metric, `loss` required) and event
  * records `{"event": "saved", "step": 20, "digests": {...}}`. Bad content becomes diagnostics,
  * never an exception: NaN/Infinity literals (which JSON cannot hold) and `"nan"` strings, a

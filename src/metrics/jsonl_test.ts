@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseJsonl, readJsonl } from "./jsonl.ts";
 import { READER_CODES, valueAt } from "./series.ts";
-import { jsonl, withTempDir } from "./_testing.ts";
+import { jsonl, withTempDir } from "../../test/_testing/metrics_fixtures.ts";
 
 function codes(text: string): string[] {
   return parseJsonl(text).diagnostics.map((d) => d.code);

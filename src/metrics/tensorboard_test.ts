@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { crc32c, encodeVarint, maskedCrc32c } from "./_protobuf.ts";
 import { READER_CODES } from "./series.ts";
 import { parseTensorboard, readTensorboard } from "./tensorboard.ts";
-import { withTempDir } from "./_testing.ts";
+import { withTempDir } from "../../test/_testing/metrics_fixtures.ts";
 
 function field(number: number, wire: number, payload: number[]): number[] {
   const key = encodeVarint(number * 8 + wire);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { jsonl, withTempDir } from "../metrics/_testing.ts";
+import { jsonl, withTempDir } from "../../test/_testing/metrics_fixtures.ts";
 import { evaluateRun } from "./evaluate.ts";
 import { lossesCsv } from "./losses_csv.ts";
 import type { EvaluationInput, PhaseEvidence } from "./types.ts";

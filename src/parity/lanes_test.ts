@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { seriesOf } from "../metrics/_testing.ts";
+import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
 import { compareLane, rangeWindow, unionWindow } from "./lanes.ts";
 import { ulpDistance64 } from "./ulp.ts";
 

@@ -2,7 +2,7 @@
  * The parity engine: exact and tolerance lanes over metric series, default comparison
  * planning, the noise floor (ABSTAIN, `tolerance: auto`), restored-state digest checks,
  * pre-flight diagnostics, the run verdict ({@link evaluateRun}), `losses.csv`
- * ({@link lossesCsv}) and the `parity compare` command ({@link compareCommand}).
+ * ({@link lossesCsv}) and the comparison behind `parity compare` ({@link compareMetricsFiles}).
  *
  * @example
  * ```ts
@@ -60,9 +60,9 @@ export {
 export { diagnosticVerdict, PARITY_CODES } from "./codes.ts";
 export { lossesCsv } from "./losses_csv.ts";
 export {
-  COMPARE_USAGE,
-  compareCommand,
+  type CompareFilesOptions,
+  compareMetricsFiles,
   type CompareResult,
   formatCompareTable,
-} from "./compare_command.ts";
+} from "./compare_files.ts";
 export { isFloat32, ulpDistance32, ulpDistance64 } from "./ulp.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { seriesOf } from "../metrics/_testing.ts";
+import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
 import { deriveRtol, measureNoiseFloor, SPREAD_LIMIT } from "./noise_floor.ts";
 
 Deno.test("measureNoiseFloor() reports identical repeats and no repeats", () => {

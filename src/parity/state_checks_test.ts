@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseJsonl } from "../metrics/jsonl.ts";
-import { jsonl } from "../metrics/_testing.ts";
+import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
 import { checkRestoredState } from "./state_checks.ts";
 
 const saved = (digests: Record<string, unknown>, step = 20) =>

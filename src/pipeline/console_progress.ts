@@ -7,7 +7,7 @@
  */
 
 import { followMetricsSteps, ProgressReporter } from "../process/mod.ts";
-import type { Follower, Progress } from "./progress.ts";
+import type { Follower, Progress } from "./run_progress.ts";
 
 /** Options of {@link consoleProgress}. */
 export interface ConsoleProgressOptions {

@@ -1,6 +1,6 @@
 /**
- * Disk hygiene for the results folder: `deno task parity gc [results-dir] [--dry-run]
- * [--experiment NAME]` and the `keep_checkpoints: last|none` policies. Only checkpoint folders are
+ * Disk hygiene for the results folder: what `deno task parity gc [results-dir] [--dry-run]
+ * [--experiment NAME]` does, and the `keep_checkpoints: last|none` policies. Only checkpoint folders are
  * ever deleted — the split phase's `checkpoints/` and the convert phase's
  * `global_step<N>_universal/` (also inside `attempt-<n>/` folders of retried phases, and any other
  * folder a phase.json declares in `outputs.checkpoint_dir` / `outputs.universal` inside its own
@@ -25,7 +25,6 @@
  */
 
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { acquireRunLock, LockHeldError, type RunLock } from "./lock.ts";
 import { ATTEMPT_DIR_PATTERN } from "./retry.ts";
 import { experimentFolderName, listRuns, writeJsonAtomic } from "./run_store.ts";
@@ -203,75 +202,6 @@ export async function pruneOlderRuns(
   await collectExperiment(dir, dir, "last", report);
   return report;
 }
-
-/**
- * `gc [results-dir] [--dry-run] [--experiment NAME] [--json]`: collects garbage and prints one
- * line per checkpoint folder with its size, then the total. Returns the exit code (0, or 2 for a
- * usage error or a missing folder).
- */
-export async function gcCommand(args: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        "dry-run": { type: "boolean", default: false },
-        experiment: { type: "string" },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false },
-      },
-    });
-  } catch (e) {
-    console.error(`parity gc: ${e instanceof Error ? e.message : e}\n\n${GC_USAGE}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    console.log(GC_USAGE);
-    return 0;
-  }
-  if (positionals.length > 1) {
-    console.error(`parity gc: expected at most one results folder\n\n${GC_USAGE}`);
-    return 2;
-  }
-  const resultsDir = positionals[0] ?? "results";
-  let report: GcReport;
-  try {
-    report = await collectGarbage(resultsDir, {
-      dryRun: values["dry-run"],
-      experiment: values.experiment,
-    });
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) {
-      console.error(
-        `parity gc: ${
-          e.message.startsWith("no experiment") ? e.message : `no folder ${resultsDir}`
-        }`,
-      );
-      return 2;
-    }
-    throw e;
-  }
-  if (values.json) {
-    console.log(JSON.stringify(report, null, 2));
-    return 0;
-  }
-  console.log(formatGcReport(report));
-  return 0;
-}
-
-/** Usage text of `parity gc`. */
-export const GC_USAGE = `usage: parity gc [results-dir] [--dry-run] [--experiment NAME] [--json]
-
-Deletes checkpoint folders (split checkpoints/, convert *_universal/) that no cached phase still
-needs: kept are the run 'latest' names, the runs it reuses, and runs newer than it. Metrics, logs
-and reports are never deleted. results-dir defaults to results/.
-
-  --dry-run          list what would be deleted, delete nothing
-  --experiment NAME  only this experiment
-  --json             print the report as JSON`;
 
 /** Human-readable report: one line per folder with its size, kept runs, refusals and the total. */
 export function formatGcReport(report: GcReport): string {

@@ -1,15 +1,15 @@
 import { deepEqual, equal, match, ok, rejects } from "node:assert/strict";
-import { captureConsole } from "../_test_console.ts";
+import { captureConsole } from "../../test/_testing/capture_console.ts";
 import { join } from "node:path";
 import {
   collectGarbage,
   formatBytes,
-  gcCommand,
   type GcReport,
   pruneOlderRuns,
   pruneRunCheckpoints,
 } from "./gc.ts";
 import { acquireRunLock } from "./lock.ts";
+import { main } from "../cli/main.ts";
 
 const R1 = "20261101T100000Z-aaaaaa"; // old, unreferenced: garbage
 const R2 = "20261102T100000Z-bbbbbb"; // the latest run reuses its split
@@ -403,12 +403,12 @@ Deno.test("pruneOlderRuns() keeps the latest run and what it reuses, without tak
   });
 });
 
-Deno.test("gcCommand() --dry-run prints each folder with its size and the total, deleting nothing", async () => {
+Deno.test("parity gc --dry-run prints each folder with its size and the total, deleting nothing", async () => {
   await withTree(async ({ results, exp }) => {
     await linkLatestToR2(exp);
     const before = await snapshot(results);
     const { value: code, out } = await captureConsole(() =>
-      gcCommand([results, "--dry-run", "--experiment", "quickstart"])
+      main(["gc", results, "--dry-run", "--experiment", "quickstart"])
     );
     equal(code, 0);
     match(out, new RegExp(`quickstart: latest ${R3}; keeping ${R2}, ${R3}, ${R4}`));
@@ -416,20 +416,20 @@ Deno.test("gcCommand() --dry-run prints each folder with its size and the total,
     match(out, /would free\s+300 B\s+\S*global_step20_universal/);
     match(out, /dry run: would free 1\.3 KiB in 2 folders; nothing was deleted$/);
     deepEqual(await snapshot(results), before);
-    const json = await captureConsole(() => gcCommand([results, "--json"]));
+    const json = await captureConsole(() => main(["gc", results, "--json"]));
     equal(JSON.parse(json.out).bytesFreed, 1324);
     ok(!(await exists(join(exp, R1, "phases", "split", "checkpoints"))));
   });
 });
 
-Deno.test("gcCommand() exits 2 on a usage error, an unknown experiment or a missing folder", async () => {
+Deno.test("parity gc exits 2 on a usage error, an unknown experiment or a missing folder", async () => {
   await withTree(async ({ results, tmp }) => {
-    equal((await captureConsole(() => gcCommand(["--bogus"]))).value, 2);
-    equal((await captureConsole(() => gcCommand([results, "extra"]))).value, 2);
-    const unknown = await captureConsole(() => gcCommand([results, "--experiment", "nope"]));
+    equal((await captureConsole(() => main(["gc", "--bogus"]))).value, 2);
+    equal((await captureConsole(() => main(["gc", results, "extra"]))).value, 2);
+    const unknown = await captureConsole(() => main(["gc", results, "--experiment", "nope"]));
     equal(unknown.value, 2);
     match(unknown.err, /no experiment "nope"/);
-    const missing = await captureConsole(() => gcCommand([join(tmp, "absent")]));
+    const missing = await captureConsole(() => main(["gc", join(tmp, "absent")]));
     equal(missing.value, 2);
     match(missing.err, /no folder/);
     await rejects(collectGarbage(join(tmp, "absent")), Deno.errors.NotFound);

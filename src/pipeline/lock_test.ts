@@ -8,7 +8,7 @@ import {
   type LockHolder,
 } from "./lock.ts";
 
-const HOLDER_SCRIPT = new URL("./testdata/hold_lock.ts", import.meta.url).pathname;
+const HOLDER_SCRIPT = new URL("../../test/programs/hold_lock.ts", import.meta.url).pathname;
 
 interface LockEvent {
   event: string;
@@ -29,7 +29,7 @@ async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-/** A holder process running testdata/hold_lock.ts, with its events as they arrive. */
+/** A holder process running test/programs/hold_lock.ts, with its events as they arrive. */
 function spawnHolder(dir: string, holdMs: number, mode: "wait" | "nowait") {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", HOLDER_SCRIPT, dir, String(holdMs), mode],
@@ -157,7 +157,7 @@ Deno.test("acquireRunLock() takes over a lock whose process has exited, and says
       pid,
       started_at: "2026-11-29T10:15:00.000Z",
       hostname: Deno.hostname(),
-      argv: ["deno", "run", "src/cli.ts"],
+      argv: ["deno", "run", "src/cli/main.ts"],
       proc_start: 1,
       token: "stale",
     };

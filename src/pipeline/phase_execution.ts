@@ -20,7 +20,7 @@ import {
 } from "./cache.ts";
 import { type Manifest, recordChild } from "./manifest.ts";
 import { checkPlanFile } from "./plan_check.ts";
-import type { Progress } from "./progress.ts";
+import type { Progress } from "./run_progress.ts";
 import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
 import { writeJsonAtomic } from "./run_store.ts";
 

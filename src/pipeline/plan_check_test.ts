@@ -1,7 +1,6 @@
 import { equal, match } from "node:assert/strict";
 import { join } from "node:path";
 import { contiguousSplitMap, mapToDict } from "../affine/mod.ts";
-import { singlePlanFile } from "../affine/_test_support.ts";
 import { checkPlanFile } from "./plan_check.ts";
 
 function writePlan(dir: string, plan: unknown): string {
@@ -16,10 +15,17 @@ Deno.test("checkPlanFile() summarises a verified plan with per-process loads", a
     // [8] on one rank → [8] split over two ranks: two segments, all bytes move.
     const source = mapToDict(contiguousSplitMap([8], [8], 0));
     const target = mapToDict(contiguousSplitMap([8], [4, 4], 0));
-    const plan = singlePlanFile(source, target, [
+    const segments = [
       { shape: [4], source: [0, 0, [1]], target: [0, 0, [1]] },
       { shape: [4], source: [0, 4, [1]], target: [1, 0, [1]] },
-    ]);
+    ];
+    const plan = {
+      schema_version: 1,
+      policy: "first_holder",
+      source_processes: {},
+      target_processes: {},
+      parameters: { w: { element_size: 4, source_map: source, target_map: target, segments } },
+    };
     const summary = await checkPlanFile("plan-first_holder", "first_holder", writePlan(dir, plan));
     equal(summary.error, undefined);
     equal(summary.verified, true);

@@ -1,5 +1,5 @@
 /**
- * The results layout (ARCHITECTURE.md contract): `<results>/<experiment>/<run-id>/`, a `latest`
+ * The results layout (README.md, "Results folder"): `<results>/<experiment>/<run-id>/`, a `latest`
  * link naming the newest run, and atomic JSON writes so a reader never sees half a file.
  * Every path this module writes is checked to stay inside the results folder.
  *

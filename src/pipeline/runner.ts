@@ -23,7 +23,7 @@ import {
 } from "./phase_execution.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { acquireRunLock } from "./lock.ts";
-import type { Progress } from "./progress.ts";
+import type { Progress } from "./run_progress.ts";
 import {
   assertInside,
   experimentFolderName,

@@ -1,9 +1,9 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
 import { followMetricsSteps } from "./metrics_follower.ts";
 import { runChild } from "./run_child.ts";
-import { ProgressReporter } from "./progress.ts";
+import { ProgressReporter } from "./progress_reporter.ts";
 
-const fixture = (name: string) => new URL(`./testdata/${name}`, import.meta.url).pathname;
+const fixture = (name: string) => new URL(`../../test/programs/${name}`, import.meta.url).pathname;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {

@@ -60,17 +60,11 @@ export {
   type PhaseProgress,
   type ProgressOptions,
   ProgressReporter,
-} from "./progress.ts";
+} from "./progress_reporter.ts";
 export {
   followMetricsSteps,
   type FollowOptions,
   type MetricsFollower,
 } from "./metrics_follower.ts";
 export { isSecretName, REDACTED, redactEnv, SECRET_NAME_PATTERN } from "./redact.ts";
-export {
-  findProcesses,
-  type ProcessEntry,
-  uniqueMarker,
-  waitForNoProcesses,
-} from "./proc_table.ts";
 export { groupMembers, reapGroup } from "./reap.ts";

@@ -1,9 +1,9 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { type OutputStream, runChild } from "./run_child.ts";
-import { findProcesses, uniqueMarker, waitForNoProcesses } from "./proc_table.ts";
+import { findProcesses, uniqueMarker, waitForNoProcesses } from "../../test/_testing/proc_table.ts";
 import { liveChildren } from "./signals.ts";
 
-const fixture = (name: string) => new URL(`./testdata/${name}`, import.meta.url).pathname;
+const fixture = (name: string) => new URL(`../../test/programs/${name}`, import.meta.url).pathname;
 
 async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "run_child_test_" });

@@ -8,10 +8,10 @@ import {
   resetInterruption,
   shutdown,
 } from "./signals.ts";
-import { findProcesses, uniqueMarker, waitForNoProcesses } from "./proc_table.ts";
+import { findProcesses, uniqueMarker, waitForNoProcesses } from "../../test/_testing/proc_table.ts";
 import { LineSplitter } from "./_line_splitter.ts";
 
-const testdata = (name: string) => new URL(`./testdata/${name}`, import.meta.url).pathname;
+const program = (name: string) => new URL(`../../test/programs/${name}`, import.meta.url).pathname;
 
 async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "signals_test_" });
@@ -22,10 +22,10 @@ async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-/** Start testdata/harness.ts, wait for its child to be up, send `signal`, return exit code and record. */
+/** Start test/programs/harness.ts, wait for its child to be up, send `signal`, return exit code and record. */
 async function interruptHarness(signal: Deno.Signal, dir: string, marker: string) {
   const harness = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", testdata("harness.ts"), `${dir}/record.json`, marker, `${dir}/logs`],
+    args: ["run", "-A", program("harness.ts"), `${dir}/record.json`, marker, `${dir}/logs`],
     stdin: "null",
     stdout: "piped",
     stderr: "inherit",
@@ -92,7 +92,7 @@ Deno.test("SIGINT to a harness stops its child group and exits 130", async () =>
 
 Deno.test("a harness with signal handlers installed exits normally once no child runs", async () => {
   const harness = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", testdata("idle_exit.ts")],
+    args: ["run", "-A", program("idle_exit.ts")],
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -111,7 +111,7 @@ Deno.test("Deno.exit() with a child still running kills the child group on unloa
   await withTempDir(async (dir) => {
     const marker = uniqueMarker("unload");
     const output = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", testdata("exit_mid_run.ts"), marker, dir],
+      args: ["run", "-A", program("exit_mid_run.ts"), marker, dir],
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
@@ -124,7 +124,7 @@ Deno.test("Deno.exit() with a child still running kills the child group on unloa
 
 Deno.test("a third signal exits a harness whose onInterrupt is stuck", async () => {
   const harness = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", testdata("stuck_harness.ts")],
+    args: ["run", "-A", program("stuck_harness.ts")],
     stdin: "null",
     stdout: "piped",
     stderr: "inherit",
@@ -145,7 +145,7 @@ Deno.test("shutdown() interrupts live children, refuses new ones and exposes the
     let shutdownPromise: Promise<unknown> | undefined;
     try {
       const result = await runChild({
-        argv: ["bash", testdata("hang_with_children.sh"), marker],
+        argv: ["bash", program("hang_with_children.sh"), marker],
         graceMs: 2000,
         timeoutMs: 20_000,
         stdoutPath: `${dir}/stdout.log`,
@@ -167,7 +167,7 @@ Deno.test("shutdown() interrupts live children, refuses new ones and exposes the
       deepEqual(await findProcesses(marker), []);
 
       const refused = await runChild({
-        argv: ["bash", testdata("echo_lines.sh"), "1"],
+        argv: ["bash", program("echo_lines.sh"), "1"],
         stdoutPath: `${dir}/stdout.log`,
         stderrPath: `${dir}/stderr.log`,
       });
@@ -179,7 +179,7 @@ Deno.test("shutdown() interrupts live children, refuses new ones and exposes the
     }
     equal(interruption(), null);
     const afterReset = await runChild({
-      argv: ["bash", testdata("echo_lines.sh"), "1"],
+      argv: ["bash", program("echo_lines.sh"), "1"],
       stdoutPath: `${dir}/stdout.log`,
       stderrPath: `${dir}/stderr.log`,
     });
@@ -198,7 +198,7 @@ Deno.test("a second shutdown() SIGKILLs children still inside their grace period
     try {
       const started = performance.now();
       const result = await runChild({
-        argv: ["bash", testdata("ignore_term.sh"), marker],
+        argv: ["bash", program("ignore_term.sh"), marker],
         stdoutPath: `${dir}/stdout.log`,
         stderrPath: `${dir}/stderr.log`,
         onLine: (_stream, line) => {

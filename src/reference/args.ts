@@ -1,11 +1,13 @@
 /**
- * Command-line parsing for `train` and `convert`: `--flag value` or `--flag=value`, unknown
- * flags rejected, `PARITY_*` environment variables as defaults (flags win; an empty variable
- * counts as unset), and every value validated into a {@link TrainOptions}.
+ * Command-line parsing for `train`, `convert` and `plan`: one flag table per command (the trainer
+ * contract's spelling), parsed by commander — `--flag value` or `--flag=value`, unknown flags
+ * rejected — with `PARITY_*` environment variables as defaults (flags win; an empty variable
+ * counts as unset), and every `train` value validated into a {@link TrainOptions}.
  *
  * @module
  */
 
+import { Command, CommanderError, Option } from "commander";
 import {
   makePlacement,
   type PlacementDescriptor,
@@ -13,7 +15,7 @@ import {
   validatePlacement,
 } from "../affine/map.ts";
 import { MODEL, type TrainOptions } from "./config.ts";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./trainer_errors.ts";
 import { FAULT_NAMES, isFault } from "./faults.ts";
 
 /** One accepted flag. */
@@ -88,43 +90,59 @@ export class HelpRequested extends Error {
   }
 }
 
-/** Parses flags against specs, merging `PARITY_*` defaults; returns raw string values. */
+/**
+ * Parses flags against specs with commander, merging `PARITY_*` defaults; returns raw string
+ * values. A flag may come as `--flag value` or `--flag=value`; the last occurrence wins. Every
+ * problem is a {@link UsageError} naming the flag or argument.
+ */
 export function parseFlags(
   argv: readonly string[],
   specs: readonly FlagSpec[],
   env: Record<string, string | undefined>,
 ): Map<string, string> {
-  const byName = new Map(specs.map((s) => [s.name, s]));
-  const values = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--help" || arg === "-h") throw new HelpRequested();
-    if (!arg.startsWith("--")) {
-      throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
+  const command = new Command("trainer")
+    .exitOverride()
+    .configureOutput({ writeOut: () => {}, writeErr: () => {}, outputError: () => {} })
+    .allowUnknownOption()
+    .argument("[leftover...]");
+  const options = specs.map((spec) => {
+    const option = new Option(spec.bool ? `--${spec.name}` : `--${spec.name} <value>`, spec.help);
+    command.addOption(option);
+    return { spec, option };
+  });
+  try {
+    command.parse([...argv], { from: "user" });
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    if (error.code === "commander.helpDisplayed") throw new HelpRequested();
+    const missing = error.message.match(/option '--([^ ']+)/);
+    if (error.code === "commander.optionMissingArgument" && missing) {
+      throw new UsageError(`--${missing[1]} needs a value`);
     }
-    const eq = arg.indexOf("=");
-    const name = arg.slice(2, eq < 0 ? undefined : eq);
-    const spec = byName.get(name);
-    if (!spec) throw new UsageError(`unknown flag --${name} (see --help)`);
-    if (spec.bool) {
-      if (eq >= 0) throw new UsageError(`--${name} takes no value`);
-      values.set(name, "true");
-      continue;
-    }
-    let value: string;
-    if (eq >= 0) value = arg.slice(eq + 1);
-    else {
-      if (i + 1 >= argv.length) throw new UsageError(`--${name} needs a value`);
-      value = argv[++i];
-    }
-    values.set(name, value);
+    throw new UsageError(error.message.replace(/^error: /, ""));
   }
-  for (const spec of specs) {
-    if (values.has(spec.name) || !spec.env) continue;
-    const v = env[spec.env];
-    if (v !== undefined && v !== "") values.set(spec.name, v);
+  const leftover = command.args[0];
+  if (leftover !== undefined) throw _leftoverError(leftover, specs);
+  const values = new Map<string, string>();
+  for (const { spec, option } of options) {
+    const given: unknown = command.getOptionValue(option.attributeName());
+    if (given !== undefined) values.set(spec.name, String(given));
+    else if (spec.env) {
+      const fallback = env[spec.env];
+      if (fallback !== undefined && fallback !== "") values.set(spec.name, fallback);
+    }
   }
   return values;
+}
+
+/** Why a word commander could not place is wrong: an unknown flag, a value on a switch, a stray. */
+function _leftoverError(word: string, specs: readonly FlagSpec[]): UsageError {
+  if (!word.startsWith("--")) return new UsageError(`unexpected argument ${JSON.stringify(word)}`);
+  const eq = word.indexOf("=");
+  const name = word.slice(2, eq < 0 ? undefined : eq);
+  const spec = specs.find((s) => s.name === name);
+  if (spec?.bool && eq >= 0) return new UsageError(`--${name} takes no value`);
+  return new UsageError(`unknown flag --${name} (see --help)`);
 }
 
 /** Help text of a command. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { parseFlags, parsePlacement, TRAIN_FLAGS, trainOptions } from "./args.ts";
-import { UsageError } from "./errors.ts";
+import { HelpRequested, parseFlags, parsePlacement, TRAIN_FLAGS, trainOptions } from "./args.ts";
+import { UsageError } from "./trainer_errors.ts";
 
 Deno.test("parsePlacement() reads a descriptor, expert lists or a file", async () => {
   const lists = parsePlacement("[[0,1,3],[2,3]]");
@@ -61,4 +61,27 @@ Deno.test("trainOptions() takes the EP size from the placement and validates ran
   bad(["--resume-from", "x", "--resume-kind", "plan"], /--resume-kind plan needs --plan/);
   bad(["--quiet=1"], /takes no value/);
   bad(["--steps"], /--steps needs a value/);
+});
+
+Deno.test("parseFlags() reports strays, unknown flags and --help the trainer's way", () => {
+  const usage = (argv: string[], message: string) =>
+    assert.throws(
+      () => parseFlags(argv, TRAIN_FLAGS, {}),
+      (e: Error) => e instanceof UsageError && e.message === message,
+    );
+  usage(["--steps", "5", "stray"], 'unexpected argument "stray"');
+  usage(["-x"], 'unexpected argument "-x"');
+  usage(["--seed=1", "--bogus=2"], "unknown flag --bogus (see --help)");
+  assert.throws(() => parseFlags(["--steps", "5", "--help"], TRAIN_FLAGS, {}), HelpRequested);
+  assert.throws(() => parseFlags(["-h"], TRAIN_FLAGS, {}), HelpRequested);
+  const v = parseFlags(
+    ["--quiet", "--steps=7", "--steps", "8", "--metrics-file", ""],
+    TRAIN_FLAGS,
+    {
+      PARITY_METRICS_FILE: "from-env.jsonl",
+    },
+  );
+  assert.equal(v.get("quiet"), "true");
+  assert.equal(v.get("steps"), "8", "the last occurrence wins");
+  assert.equal(v.get("metrics-file"), "", "a flag given empty still beats the environment");
 });

@@ -25,7 +25,7 @@ import {
 import { fromBf16Bits, roundToBf16Into, toBf16Bits } from "./bf16.ts";
 import { HYPER, MODEL, type ModelConfig, type Topology } from "./config.ts";
 import type { SamplerState } from "./data.ts";
-import { CheckpointError, UsageError } from "./errors.ts";
+import { CheckpointError, UsageError } from "./trainer_errors.ts";
 import {
   NATIVE_MARKER,
   readMarker,

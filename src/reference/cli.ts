@@ -16,10 +16,10 @@ import {
   TRAIN_FLAGS,
   trainOptions,
 } from "./args.ts";
-import { TrainerError, UsageError } from "./errors.ts";
+import { TrainerError, UsageError } from "./trainer_errors.ts";
 import { FAULT_NAMES, isFault } from "./faults.ts";
 import { CRASH_IN_SAVE_ENV } from "./files.ts";
-import { PLAN_FLAGS, runPlan } from "./plan.ts";
+import { PLAN_FLAGS, runPlan } from "./resharding_plan.ts";
 import { runTrain } from "./trainer.ts";
 import { convertToUniversal } from "./universal.ts";
 

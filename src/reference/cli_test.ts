@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { join, QUICKSTART, readMetrics, runInProcess, runSubprocess } from "./_testing.ts";
+import {
+  join,
+  QUICKSTART,
+  readMetrics,
+  runInProcess,
+  runSubprocess,
+} from "../../test/_testing/reference_trainer.ts";
 import { hashBytes } from "./hash.ts";
 
 const root = await Deno.makeTempDir({ prefix: "reference_cli_test_" });

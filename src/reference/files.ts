@@ -8,7 +8,7 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { CheckpointError } from "./errors.ts";
+import { CheckpointError } from "./trainer_errors.ts";
 import { hashBytes } from "./hash.ts";
 
 /** Marker file name of a native tag folder. */

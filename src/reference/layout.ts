@@ -20,7 +20,7 @@ import {
   validatePlacement,
 } from "../affine/map.ts";
 import type { ModelConfig, Topology } from "./config.ts";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./trainer_errors.ts";
 import { type ParamSpec, paramSpecs } from "./model.ts";
 
 /** One parameter's slice of a flat group. */

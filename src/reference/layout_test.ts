@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { makePlacement, numelOf } from "../affine/map.ts";
 import { MODEL, type Topology } from "./config.ts";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./trainer_errors.ts";
 import { buildLayout, edpRanks, epRankOf, topologyFromJson } from "./layout.ts";
 import { PARAM } from "./model.ts";
 import { isColumnSplit } from "./universal.ts";

@@ -10,12 +10,12 @@
  * @module
  */
 
-import { AffineError } from "../affine/errors.ts";
+import { AffineError } from "../affine/affine_errors.ts";
 import { mapToDict } from "../affine/map.ts";
 import { type PlanFile, readPlanFile } from "../affine/plan_file.ts";
 import { executeSegments, verifyPlan } from "../affine/verify.ts";
 import { describeTopology, readNative } from "./checkpoint.ts";
-import { CheckpointError, UsageError } from "./errors.ts";
+import { CheckpointError, UsageError } from "./trainer_errors.ts";
 import { canonicalJson } from "./hash.ts";
 import type { Layout } from "./layout.ts";
 import type { ResumeRequest } from "./resume.ts";

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { extract, rebuild } from "../affine/map.ts";
-import { join, QUICKSTART, readMetrics, runInProcess } from "./_testing.ts";
+import {
+  join,
+  QUICKSTART,
+  readMetrics,
+  runInProcess,
+} from "../../test/_testing/reference_trainer.ts";
 import { readNative } from "./checkpoint.ts";
 import { registerResumeLoader, resolveResume, resumeKinds } from "./resume.ts";
 import type { ShardSet } from "./state.ts";

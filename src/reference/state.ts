@@ -8,11 +8,11 @@
  */
 
 import { extract, type ParamAffineMap, rebuild } from "../affine/map.ts";
-import { InvalidMapError } from "../affine/errors.ts";
+import { InvalidMapError } from "../affine/affine_errors.ts";
 import { roundToBf16Into } from "./bf16.ts";
 import { HYPER } from "./config.ts";
 import { freshSampler, type SamplerState } from "./data.ts";
-import { CheckpointError } from "./errors.ts";
+import { CheckpointError } from "./trainer_errors.ts";
 import { Hasher64, hashJson } from "./hash.ts";
 import type { FlatGroup, Layout } from "./layout.ts";
 import { initParams } from "./model.ts";

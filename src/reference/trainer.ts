@@ -12,7 +12,7 @@ import { saveNative } from "./checkpoint.ts";
 import { HYPER, MODEL, type TrainOptions } from "./config.ts";
 import { freshSampler, makeDataset } from "./data.ts";
 import { Engine } from "./engine.ts";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./trainer_errors.ts";
 import { buildLayout } from "./layout.ts";
 import { type MetricsSink, openMetrics } from "./metrics.ts";
 import { freshScheduler } from "./optimizer.ts";

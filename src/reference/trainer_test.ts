@@ -7,7 +7,7 @@ import {
   QUICKSTART,
   readMetrics,
   runInProcess,
-} from "./_testing.ts";
+} from "../../test/_testing/reference_trainer.ts";
 
 // Shared fixture: a quickstart-shaped baseline, a split at N and its conversion, built once.
 const STEPS = 40;

@@ -23,10 +23,10 @@
 
 import { basename, dirname, join } from "node:path";
 import { extract, numelOf, type ParamAffineMap, rebuild } from "../affine/map.ts";
-import { InvalidMapError } from "../affine/errors.ts";
+import { InvalidMapError } from "../affine/affine_errors.ts";
 import { checkModel, type NativeMeta, readNative } from "./checkpoint.ts";
 import { HYPER, MODEL } from "./config.ts";
-import { CheckpointError, TrainerError } from "./errors.ts";
+import { CheckpointError, TrainerError } from "./trainer_errors.ts";
 import {
   readVerifiedFolder,
   UNIVERSAL_MARKER,

@@ -1,7 +1,8 @@
 /**
  * `<results>/history.csv`: one row per comparison per run, appended after each run, so nightly
  * trends survive across runs. Long format keeps the header stable whatever comparisons an
- * experiment has. `deno task parity history` renders the trend chart and a Markdown table.
+ * experiment has. `deno task parity history` renders the trend chart and a Markdown table
+ * ({@linkcode renderHistoryView}).
  *
  * @module
  */
@@ -9,7 +10,7 @@
 import { parse } from "csv-parse/sync";
 import { stringify } from "csv-stringify/sync";
 import { historyTrendSpec, type TrendPoint } from "../charts/history_trend.ts";
-import { writeChart } from "../charts/render.ts";
+import { writeChart } from "../charts/render_chart.ts";
 import type { RunSummary } from "../types/summary.ts";
 import { mdTable } from "./markdown.ts";
 import { exact, stat, verdictLabel } from "./_format.ts";
@@ -173,62 +174,28 @@ export function historyTable(rows: HistoryRow[]): Table {
   };
 }
 
-const HISTORY_USAGE = `usage: deno task parity history [results-dir] [--experiment NAME] [--limit N]
-
-Renders <results>/history/history-trend.{vl.json,svg,png} from <results>/history.csv and prints
-the newest rows (default 30) as a Markdown table. results-dir defaults to "results".`;
+/** What {@linkcode renderHistoryView} shows. */
+export interface HistoryViewOptions {
+  /** Only this experiment's rows. */
+  experiment?: string;
+  /** Newest rows shown in the table (default 30). */
+  limit?: number;
+}
 
 /**
- * CLI entry of `deno task parity history [results-dir] [--experiment name] [--limit N]`.
- *
- * @returns 0 when rendered; 2 on usage errors or when there is no history to show.
+ * Renders `<results>/history/history-trend.{vl.json,svg,png}` from `<results>/history.csv` and
+ * returns the Markdown that shows it: a title, the newest rows and the chart link. Returns
+ * `undefined` when there is no history row to show. This is `deno task parity history`.
  */
-export async function historyCommand(args: string[]): Promise<number> {
-  let resultsDir: string | null = null;
-  let experiment: string | null = null;
-  let limit = 30;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "-h" || arg === "--help") {
-      console.log(HISTORY_USAGE);
-      return 0;
-    }
-    const [flag, inline] = arg.includes("=")
-      ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
-      : [arg, null];
-    if (flag === "--experiment" || flag === "--limit") {
-      const value = inline ?? args[++i];
-      if (value === undefined || value === "") {
-        console.error(`${flag} needs a value\n${HISTORY_USAGE}`);
-        return 2;
-      }
-      if (flag === "--experiment") experiment = value;
-      else {
-        limit = Number(value);
-        if (!Number.isInteger(limit) || limit < 1) {
-          console.error(`--limit must be a positive integer, got "${value}"`);
-          return 2;
-        }
-      }
-    } else if (arg.startsWith("-")) {
-      console.error(`unknown option: ${arg}\n${HISTORY_USAGE}`);
-      return 2;
-    } else if (resultsDir === null) {
-      resultsDir = arg;
-    } else {
-      console.error(`unexpected argument: ${arg}\n${HISTORY_USAGE}`);
-      return 2;
-    }
-  }
-  const dir = (resultsDir ?? "results").replace(/\/+$/, "") || "/";
+export async function renderHistoryView(
+  resultsDir: string,
+  options: HistoryViewOptions = {},
+): Promise<string | undefined> {
+  const { experiment, limit = 30 } = options;
+  const dir = resultsDir.replace(/\/+$/, "") || "/";
   const all = await readHistory(dir);
-  const rows = experiment === null ? all : all.filter((r) => r.experiment === experiment);
-  if (rows.length === 0) {
-    console.error(
-      `no history in ${historyPath(dir)}${experiment ? ` for experiment "${experiment}"` : ""}`,
-    );
-    return 2;
-  }
+  const rows = experiment === undefined ? all : all.filter((r) => r.experiment === experiment);
+  if (rows.length === 0) return undefined;
   const title = experiment ? `parity history: ${experiment}` : "parity history";
   const chart = await writeChart(
     `${dir}/history`,
@@ -237,11 +204,10 @@ export async function historyCommand(args: string[]): Promise<number> {
   );
   const table = historyTable(rows);
   const shown = { ...table, rows: table.rows.slice(0, limit) };
-  console.log(`### ${title}\n`);
-  console.log(mdTable(shown));
+  const lines = [`### ${title}\n`, mdTable(shown)];
   if (table.rows.length > limit) {
-    console.log(`\n_${table.rows.length - limit} older rows not shown (--limit)._`);
+    lines.push(`\n_${table.rows.length - limit} older rows not shown (--limit)._`);
   }
-  console.log(`\n![parity history](${chart.pngPath})`);
-  return 0;
+  lines.push(`\n![parity history](${chart.pngPath})`);
+  return lines.join("\n");
 }

@@ -1,16 +1,11 @@
 import assert from "node:assert/strict";
-import { captureConsole } from "../_test_console.ts";
+import { captureConsole } from "../../test/_testing/capture_console.ts";
 import { parse } from "csv-parse/sync";
 import type { RunSummary } from "../types/summary.ts";
-import { makeFixtureRun } from "./testdata/make_fixture.ts";
-import {
-  appendHistory,
-  HISTORY_COLUMNS,
-  historyCommand,
-  readHistory,
-  trendPoints,
-} from "./history.ts";
-import { decodePng } from "../charts/testdata/decode_png.ts";
+import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
+import { appendHistory, HISTORY_COLUMNS, readHistory, trendPoints } from "./history.ts";
+import { main } from "../cli/main.ts";
+import { decodePng } from "../../test/_testing/decode_png.ts";
 
 async function twoRuns(tmp: string): Promise<RunSummary[]> {
   const pass = (await makeFixtureRun(tmp, {
@@ -77,7 +72,7 @@ Deno.test("appendHistory() refuses to append to a file with another header", asy
   }
 });
 
-Deno.test("historyCommand() renders the trend chart and prints a Markdown table, newest first", async () => {
+Deno.test("parity history renders the trend chart and prints a Markdown table, newest first", async () => {
   const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
   try {
     const [pass, fail] = await twoRuns(tmp);
@@ -85,7 +80,7 @@ Deno.test("historyCommand() renders the trend chart and prints a Markdown table,
     other.experiment = "other";
     for (const s of [pass, fail, other]) await appendHistory(tmp, s);
     const { value, out } = await captureConsole(() =>
-      historyCommand([tmp, "--experiment", "quickstart"])
+      main(["history", tmp, "--experiment", "quickstart"])
     );
     assert.equal(value, 0);
     const rows = out.split("\n").filter((l) => l.startsWith("| 2026-"));
@@ -106,15 +101,15 @@ Deno.test("historyCommand() renders the trend chart and prints a Markdown table,
   }
 });
 
-Deno.test("historyCommand() exits 2 without history and on bad options", async () => {
+Deno.test("parity history exits 2 without history and on bad options", async () => {
   const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
   try {
-    const none = await captureConsole(() => historyCommand([tmp]));
+    const none = await captureConsole(() => main(["history", tmp]));
     assert.equal(none.value, 2);
     assert.match(none.err, /no history/);
-    assert.equal((await captureConsole(() => historyCommand([tmp, "--limit", "0"]))).value, 2);
-    assert.equal((await captureConsole(() => historyCommand([tmp, "--experiment"]))).value, 2);
-    assert.equal((await captureConsole(() => historyCommand([tmp, "--nope"]))).value, 2);
+    assert.equal((await captureConsole(() => main(["history", tmp, "--limit", "0"]))).value, 2);
+    assert.equal((await captureConsole(() => main(["history", tmp, "--experiment"]))).value, 2);
+    assert.equal((await captureConsole(() => main(["history", tmp, "--nope"]))).value, 2);
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

@@ -1,8 +1,8 @@
 /// <reference lib="dom" />
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { makeFixtureRun } from "./testdata/make_fixture.ts";
-import { renderRun } from "./render.ts";
+import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
+import { renderRun } from "./render_run.ts";
 import { htmlTable, scriptJson, scriptText } from "./html.ts";
 
 const CHROMIUM = "/usr/bin/chromium";

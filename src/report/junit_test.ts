@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { RunSummary } from "../types/summary.ts";
-import { makeFixtureRun } from "./testdata/make_fixture.ts";
-import { validateJunit, type XmlElement } from "./testdata/junit_shape.ts";
+import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
+import { validateJunit, type XmlElement } from "./_testing.ts";
 import { renderJunit, xmlAttr, xmlText } from "./junit.ts";
 import { loadRun } from "./load_run.ts";
 

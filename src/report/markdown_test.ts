@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { makeFixtureRun } from "./testdata/make_fixture.ts";
-import { renderRun } from "./render.ts";
+import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
+import { renderRun } from "./render_run.ts";
 import { codeBlock, mdTable, mdText, reportMarker, verdictLine } from "./markdown.ts";
 
 async function renderedMarkdown(verdict: "PASS" | "FAIL") {

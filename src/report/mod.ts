@@ -5,11 +5,10 @@
  *   `<!-- parity-report:<experiment> -->` marker a CI job uses to update its comment in place;
  * - `report.html` ({@link renderHtml}) — one offline file with interactive vega-embed charts;
  * - `junit.xml` ({@link renderJunit}) — results for CI test reporters;
- * - `history.csv` ({@link appendHistory}, {@link historyCommand}) and suite indexes
+ * - `history.csv` ({@link appendHistory}, {@link renderHistoryView}) and suite indexes
  *   ({@link writeSuiteIndex}).
  *
- * {@link renderRun} writes everything for one run folder; {@link reportCommand} is
- * `deno task parity report <run-dir>`.
+ * {@link renderRun} writes everything for one run folder (`deno task parity report <run-dir>`).
  *
  * @example
  * ```ts ignore
@@ -36,19 +35,14 @@ export { type JunitRun, renderJunit, xmlAttr, xmlText } from "./junit.ts";
 export {
   appendHistory,
   HISTORY_COLUMNS,
-  historyCommand,
   historyPath,
   type HistoryRow,
   historyRows,
+  type HistoryViewOptions,
   readHistory,
+  renderHistoryView,
   trendPoints,
 } from "./history.ts";
 export { compactUtc, type SuiteEntry, writeSuiteIndex } from "./suite.ts";
-export {
-  renderRun,
-  type RenderRunOptions,
-  reportCommand,
-  resolveRunDir,
-  runCharts,
-} from "./render.ts";
+export { renderRun, type RenderRunOptions, resolveRunDir, runCharts } from "./render_run.ts";
 export type { Cell, Table } from "./_tables.ts";

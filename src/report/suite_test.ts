@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { makeFixtureRun } from "./testdata/make_fixture.ts";
+import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
 import { compactUtc, writeSuiteIndex } from "./suite.ts";
 
 Deno.test("writeSuiteIndex() lists experiments worst verdict first with links to their reports", async () => {

@@ -1,0 +1,53 @@
+/**
+ * What every harness subcommand module exports, and the one way an action reports a usage
+ * error. Subcommand modules (`<name>_command.ts`) build a commander {@linkcode Command}; the
+ * program in `main.ts` lists them in {@linkcode SUBCOMMANDS} and turns their outcome into the
+ * process exit code.
+ *
+ * @module
+ */
+
+import { type Command, InvalidArgumentError } from "commander";
+
+/** Receives the exit code a subcommand's action decided (README "Exit codes"). */
+export type ExitCodeSink = (exitCode: number) => void;
+
+/**
+ * Builds one harness subcommand. Its action parses nothing by hand: it takes the typed options
+ * commander produced, calls a domain function and hands the exit code to `exit`.
+ */
+export type Subcommand = (exit: ExitCodeSink) => Command;
+
+/** Exit code of a usage error (and of an invalid input file): nothing was launched. */
+export const USAGE_EXIT_CODE = 2;
+
+/**
+ * Ends `command` with a usage error: `parity <command>: <message>` on stderr, a pointer to
+ * `--help`, exit code 2, no stack trace.
+ */
+export function usageError(command: Command, message: string): never {
+  command.error(`error: ${message}`, { exitCode: USAGE_EXIT_CODE, code: "parity.usage" });
+}
+
+/**
+ * A commander argument parser for a number `check` accepts; anything else is a usage error
+ * naming the value and what was `expected`.
+ */
+export function numberArgument(
+  check: (x: number) => boolean,
+  expected: string,
+): (raw: string) => number {
+  return (raw) => {
+    const x = Number(raw);
+    if (raw.trim() === "" || !check(x)) throw new InvalidArgumentError(`expected ${expected}.`);
+    return x;
+  };
+}
+
+/**
+ * Commander collector for a repeatable option: `--set a --set b` → `["a", "b"]` (undefined when
+ * the option is absent, so help shows no default).
+ */
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}

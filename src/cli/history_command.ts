@@ -1,0 +1,36 @@
+/**
+ * `parity history [results-dir] [--experiment NAME] [--limit N]`: renders the trend chart of
+ * `<results>/history.csv` and prints the newest rows as a Markdown table (docs/reports.md). Exit 0
+ * when rendered, 2 on a usage error or when there is no history to show.
+ *
+ * @module
+ */
+
+import { Command } from "commander";
+import { historyPath, renderHistoryView } from "../report/mod.ts";
+import { numberArgument, type Subcommand } from "./_subcommand.ts";
+
+const positiveInteger = numberArgument((x) => Number.isInteger(x) && x >= 1, "an integer >= 1");
+
+/** Builds `parity history`. */
+export const historyCommand: Subcommand = (exit): Command =>
+  new Command("history")
+    .description("trend chart and table of past runs")
+    .argument("[results-dir]", "results folder", "results")
+    .option("--experiment <name>", "only this experiment")
+    .option("--limit <N>", "newest rows shown", positiveInteger, 30)
+    .addHelpText(
+      "after",
+      "\nWrites <results>/history/history-trend.{vl.json,svg,png} from <results>/history.csv.",
+    )
+    .action(async (resultsDir: string, options: { experiment?: string; limit: number }) => {
+      const view = await renderHistoryView(resultsDir, options);
+      if (view === undefined) {
+        const dir = resultsDir.replace(/\/+$/, "") || "/";
+        const which = options.experiment ? ` for experiment "${options.experiment}"` : "";
+        console.error(`no history in ${historyPath(dir)}${which}`);
+        return exit(2);
+      }
+      console.log(view);
+      exit(0);
+    });

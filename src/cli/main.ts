@@ -1,0 +1,72 @@
+/**
+ * The harness command line, `parity <command> [options]` (`deno task parity ...`;
+ * `deno task run-experiment <file>...` is `parity run`). One commander program holds every
+ * subcommand listed in `subcommands.ts`; `parity <command> --help` prints that command's usage.
+ * Exit codes follow README "Exit codes": 0 PASS, 1 FAIL, 2 invalid experiment or usage (nothing
+ * launched), 3 ERROR, 4 ABSTAIN.
+ *
+ * @module
+ */
+
+import { Command, CommanderError } from "commander";
+import { LockHeldError } from "../pipeline/lock.ts";
+import { type ExitCodeSink, USAGE_EXIT_CODE } from "./_subcommand.ts";
+import { SUBCOMMANDS } from "./subcommands.ts";
+
+/**
+ * The `parity` program with every subcommand. Errors never exit the process: commander throws
+ * a {@linkcode CommanderError} instead, which {@linkcode main} turns into an exit code.
+ */
+export function createProgram(exit: ExitCodeSink): Command {
+  const program = new Command("parity")
+    .usage("<command> [options]")
+    .description("resume-parity experiments for large-model training")
+    .addHelpText(
+      "after",
+      "\nExit codes: 0 PASS, 1 FAIL, 2 bad input or usage, 3 ERROR, 4 ABSTAIN.\n" +
+        "Run 'parity <command> --help' for a command's options.",
+    );
+  for (const subcommand of SUBCOMMANDS) program.addCommand(subcommand(exit));
+  for (const command of [program, ...program.commands]) _configure(command);
+  return program;
+}
+
+/** Runs the harness command line on `argv` (the words after the program); returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  let exitCode = 0;
+  const program = createProgram((code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync(argv, { from: "user" });
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : USAGE_EXIT_CODE;
+    if (error instanceof LockHeldError) {
+      console.error(`parity: ${error.message}`);
+      return 3;
+    }
+    throw error;
+  }
+  return exitCode;
+}
+
+/**
+ * Same behaviour for every command: throw instead of exiting, write through the console (so
+ * tests capture it), and print a usage error as `parity <command>: <message>` with a pointer to
+ * the command's help.
+ */
+function _configure(command: Command): void {
+  const name = command.parent ? `parity ${command.name()}` : "parity";
+  command
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => console.log(text.replace(/\n$/, "")),
+      writeErr: (text) => console.error(text.replace(/\n$/, "")),
+      outputError: (text, write) => write(text.replace(/^error: /, `${name}: `)),
+    })
+    .showHelpAfterError(`(run '${name} --help' for usage)`);
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}

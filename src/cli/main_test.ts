@@ -1,0 +1,61 @@
+import { deepEqual, equal, match, ok } from "node:assert/strict";
+import { captureConsole } from "../../test/_testing/capture_console.ts";
+import { createProgram, main } from "./main.ts";
+
+const QUICKSTART = new URL("../../experiments/quickstart.yaml", import.meta.url).pathname;
+
+Deno.test("every <name>_command.ts in src/cli is registered as parity <name>", async () => {
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(new URL(".", import.meta.url))) {
+    const m = entry.name.match(/^(\w+)_command\.ts$/);
+    if (m) files.push(m[1].replaceAll("_", "-"));
+  }
+  const names = createProgram(() => {}).commands.map((c) => c.name());
+  deepEqual([...names].sort(), files.sort());
+});
+
+Deno.test("parity <command> --help prints that command's usage and exits 0", async () => {
+  for (const name of createProgram(() => {}).commands.map((c) => c.name())) {
+    const help = await captureConsole(() => main([name, "--help"]));
+    equal(help.value, 0, name);
+    match(help.out, new RegExp(`^Usage: parity ${name} `), name);
+    equal(help.err, "", name);
+  }
+  const top = await captureConsole(() => main(["--help"]));
+  equal(top.value, 0);
+  match(top.out, /^Usage: parity <command> \[options\]/);
+  match(top.out, /Exit codes: 0 PASS, 1 FAIL, 2 bad input or usage, 3 ERROR, 4 ABSTAIN/);
+  equal((await captureConsole(() => main(["help", "gc"]))).value, 0);
+});
+
+Deno.test("parity exits 2 with a one-line message and no stack on usage errors", async () => {
+  const none = await captureConsole(() => main([]));
+  equal(none.value, 2);
+  match(none.err, /^Usage: parity <command>/);
+  const unknown = await captureConsole(() => main(["nope"]));
+  equal(unknown.value, 2);
+  equal(unknown.err, "parity: unknown command 'nope'\n(run 'parity --help' for usage)");
+  const missing = await captureConsole(() => main(["run"]));
+  equal(missing.value, 2);
+  equal(
+    missing.err,
+    "parity run: missing required argument 'file'\n(run 'parity run --help' for usage)",
+  );
+  const excess = await captureConsole(() => main(["gc", "results", "extra"]));
+  equal(excess.value, 2);
+  ok(!excess.all.includes("    at "), "no stack trace");
+});
+
+Deno.test("parity run: a bare --force never swallows the next file or flag", async () => {
+  // The file after a bare --force stays a file: it is read (and reported missing), not taken as
+  // a phase name.
+  const file = await captureConsole(() => main(["run", "--force", "absent.yaml"]));
+  equal(file.value, 2);
+  match(file.err, /^absent\.yaml: /);
+  // `--force --force nope`: the first is "every phase", the second names an unknown phase.
+  const named = await captureConsole(() =>
+    main(["run", QUICKSTART, "--force", "--force", "nope", "--results", "/nonexistent"])
+  );
+  equal(named.value, 2);
+  match(named.err, /^parity run: --force nope: no such phase in quickstart .*its phases: baseline/);
+});

@@ -1,0 +1,43 @@
+/**
+ * `parity report <run-dir>`: re-renders report.md, report.html, junit.xml and charts/ of a
+ * finished run from its stored artifacts (docs/reports.md). Exit 0 when written, 2 on a usage
+ * error or a missing run folder, 3 when rendering failed.
+ *
+ * @module
+ */
+
+import { Command } from "commander";
+import { renderRun, resolveRunDir } from "../report/mod.ts";
+import type { Subcommand } from "./_subcommand.ts";
+
+/** Builds `parity report`. */
+export const reportCommand: Subcommand = (exit): Command =>
+  new Command("report")
+    .description("re-render every output of a finished run")
+    .argument(
+      "<run-dir>",
+      'a run folder, or an experiment folder or its "latest" entry (the newest run)',
+    )
+    .addHelpText(
+      "after",
+      "\nReads summary.json, losses.csv, experiment.resolved.yaml and phases/* of the run.",
+    )
+    .action(async (path: string) => {
+      let runDir: string;
+      try {
+        runDir = await resolveRunDir(path);
+      } catch (error) {
+        console.error(`error: ${(error as Error).message}`);
+        return exit(2);
+      }
+      try {
+        const start = performance.now();
+        await renderRun(runDir);
+        const ms = Math.round(performance.now() - start);
+        console.log(`wrote ${runDir}/report.md, report.html, junit.xml and charts/ (${ms} ms)`);
+        exit(0);
+      } catch (error) {
+        console.error(`error: rendering ${runDir} failed: ${(error as Error).stack ?? error}`);
+        exit(3);
+      }
+    });

@@ -1,0 +1,174 @@
+/**
+ * `parity run <file>...` (also `deno task run-experiment <file>...`): validates every file first
+ * — nothing launches when any is invalid — then runs each experiment and, for more than one, writes
+ * a suite index. Exit code: the worst verdict (README "Exit codes").
+ *
+ * @module
+ */
+
+import { dirname, resolve } from "node:path";
+import { Command, type ParseOptionsResult } from "commander";
+import { formatValidationErrors, phaseNames, readExperimentFile } from "../experiment/mod.ts";
+import type { Experiment } from "../experiment/schema.ts";
+import { consoleProgress } from "../pipeline/console_progress.ts";
+import { runExperiment, type RunResult } from "../pipeline/runner.ts";
+import { EXIT_CODES, worstVerdict } from "../types/summary.ts";
+import { installSignalHandlers } from "../process/mod.ts";
+import { writeSuiteIndex } from "../report/mod.ts";
+import { collect, type Subcommand, usageError } from "./_subcommand.ts";
+
+/** Options of `parity run`, as commander parses them. */
+export interface RunCommandOptions {
+  /** Results folder. */
+  results: string;
+  /** `--set KEY.PATH=VALUE` overrides, in order. */
+  set?: string[];
+  /** `--only PHASE` names. */
+  only?: string[];
+  /** `--force` values; `*` stands for a bare `--force` (every phase). */
+  force?: string[];
+  /** Keep running phases after one fails. */
+  keepGoing?: boolean;
+  /** Wait for another run's lock instead of failing. */
+  wait?: boolean;
+  /** Phase start/end lines only. */
+  quiet?: boolean;
+}
+
+/** Marker a bare `--force` is rewritten to: re-run every phase. */
+const FORCE_ALL = "*";
+
+/** Builds `parity run`. */
+export const runCommand: Subcommand = (exit): Command => {
+  const command = new ForceAwareCommand("run")
+    .description("run experiments (same as: deno task run-experiment <file>...)")
+    .argument("<file...>", "experiment files (YAML or JSON)")
+    .option("--results <dir>", "results folder", "results")
+    .option("--set <KEY.PATH=VALUE>", "override a field of every experiment (repeatable)", collect)
+    .option("--only <phase>", "run this phase and what it consumes (repeatable)", collect)
+    .option(
+      "--force [phase]",
+      "re-run PHASE and what depends on it; alone: every phase (repeatable)",
+      collect,
+    )
+    .option("--keep-going", "keep running phases after one fails")
+    .option("--wait", "wait for another run of the same experiment to finish")
+    .option("--quiet", "print phase start/end lines only")
+    .action(async (files: string[], options: RunCommandOptions) => {
+      exit(await runFiles(command, files, options));
+    });
+  return command;
+};
+
+/**
+ * `--force` alone re-runs every phase; `--force PHASE` one phase and what depends on it. A bare
+ * `--force` is rewritten to `--force=*` unless the next word is a phase name (not a file, not a
+ * flag), so both spellings parse and `--force quickstart.yaml` keeps the file an argument.
+ */
+class ForceAwareCommand extends Command {
+  override parseOptions(args: string[]): ParseOptionsResult {
+    return super.parseOptions(normalizeForce(args));
+  }
+}
+
+function normalizeForce(args: string[]): string[] {
+  return args.map((arg, i) => {
+    const next = args[i + 1];
+    const bare = next === undefined || next.startsWith("-") || /\.(ya?ml|json)$/i.test(next);
+    return arg === "--force" && bare ? `--force=${FORCE_ALL}` : arg;
+  });
+}
+
+/** {@linkcode RunCommandOptions} with every absent option at its default. */
+type ResolvedRunOptions = Required<RunCommandOptions>;
+
+async function runFiles(
+  command: Command,
+  files: string[],
+  given: RunCommandOptions,
+): Promise<number> {
+  const options: ResolvedRunOptions = {
+    results: given.results,
+    set: given.set ?? [],
+    only: given.only ?? [],
+    force: given.force ?? [],
+    keepGoing: given.keepGoing ?? false,
+    wait: given.wait ?? false,
+    quiet: given.quiet ?? false,
+  };
+  const loaded: { file: string; experiment: Experiment }[] = [];
+  let invalid = false;
+  for (const file of files) {
+    const result = await readExperimentFile(file, { sets: options.set });
+    if (!result.ok) {
+      invalid = true;
+      console.error(formatValidationErrors(file, result.errors).join("\n"));
+      continue;
+    }
+    for (const experiment of result.experiments) loaded.push({ file, experiment });
+  }
+  if (invalid) return 2;
+  const force = options.force.filter((name) => name !== FORCE_ALL);
+  for (const { file, experiment } of loaded) {
+    const phases = phaseNames(experiment);
+    for (const [flag, names] of [["--only", options.only], ["--force", force]] as const) {
+      const unknown = names.filter((name) => !phases.includes(name));
+      if (unknown.length > 0) {
+        usageError(
+          command,
+          `${flag} ${unknown.join(", ")}: no such phase in ${experiment.name} (${file}); ` +
+            `its phases: ${phases.join(", ")}`,
+        );
+      }
+    }
+  }
+  return await runLoaded(loaded, options, forceOption(options.force));
+}
+
+function forceOption(values: string[]): boolean | string[] {
+  if (values.length === 0) return false;
+  return values.includes(FORCE_ALL) ? true : values;
+}
+
+async function runLoaded(
+  loaded: { file: string; experiment: Experiment }[],
+  options: ResolvedRunOptions,
+  force: boolean | string[],
+): Promise<number> {
+  const suite = loaded.length > 1;
+  const progress = consoleProgress({ quiet: options.quiet });
+  const uninstall = installSignalHandlers({ listenWhileIdle: true });
+  const results: RunResult[] = [];
+  try {
+    for (const { file, experiment } of loaded) {
+      results.push(
+        await runExperiment(experiment, {
+          resultsDir: resolve(options.results),
+          baseDir: dirname(resolve(file)),
+          experimentFile: resolve(file),
+          only: options.only,
+          keepGoing: options.keepGoing || suite,
+          force,
+          wait: options.wait,
+          progress,
+          harnessEnv: Deno.env.toObject(),
+        }),
+      );
+      if (results.at(-1)!.summary.interrupted) break;
+    }
+  } finally {
+    uninstall();
+  }
+  if (suite) {
+    const index = await writeSuiteIndex(
+      resolve(options.results),
+      results.map((r) => ({
+        experiment: r.summary.experiment,
+        runDir: r.runDir,
+        summary: r.summary,
+      })),
+    );
+    console.error(`suite index: ${index}`);
+  }
+  return EXIT_CODES[worstVerdict(results.map((r) => r.summary.verdict))];
+}

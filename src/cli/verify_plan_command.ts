@@ -1,0 +1,32 @@
+/**
+ * `parity verify-plan <plan.json> [--execute] [--json]`: verifies a transfer plan file and prints
+ * the verdict and its statistics (docs/plan-sync.md). Exit 0 when the plan verifies, 1 when it is
+ * rejected, 2 on a usage error or an unreadable or non-JSON file.
+ *
+ * @module
+ */
+
+import { Command } from "commander";
+import { formatVerdict, verifyPlan } from "../affine/mod.ts";
+import type { Subcommand } from "./_subcommand.ts";
+
+/** Builds `parity verify-plan`. */
+export const verifyPlanCommand: Subcommand = (exit): Command =>
+  new Command("verify-plan")
+    .description("verify a transfer plan and print its statistics")
+    .argument("<plan.json>", "plan file")
+    .option("--execute", "also execute the plan on synthetic data and compare with extract")
+    .option("--json", "print the verdict as JSON")
+    .action(async (path: string, options: { execute?: boolean; json?: boolean }) => {
+      let raw: unknown;
+      try {
+        raw = JSON.parse(await Deno.readTextFile(path));
+      } catch (e) {
+        console.error(`cannot read plan ${path}: ${(e as Error).message}`);
+        return exit(2);
+      }
+      const verdict = verifyPlan(raw, { execute: options.execute ?? false });
+      if (options.json) console.log(JSON.stringify({ path, ...verdict }, null, 2));
+      else for (const line of formatVerdict(path, verdict)) console.log(line);
+      exit(verdict.ok ? 0 : 1);
+    });

@@ -1,0 +1,66 @@
+/**
+ * Helpers for end-to-end tests: run the real CLI as a child process on experiment files
+ * written into a temporary folder, and read what it left behind.
+ *
+ * @module
+ */
+
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+import type { RunSummary } from "../../src/types/summary.ts";
+
+/** The project folder. */
+export const PROJECT: string = join(dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** The CLI entry. */
+export const CLI: string = join(PROJECT, "src/cli/main.ts");
+
+/** Path of a fixture trainer script. */
+export function fixtureTrainer(name: string): string {
+  return join(PROJECT, "test/trainers", name);
+}
+
+/** Result of one CLI run. */
+export interface CliRun {
+  /** Exit code. */
+  code: number;
+  /** Captured stdout. */
+  stdout: string;
+  /** Captured stderr. */
+  stderr: string;
+}
+
+/** Runs `deno run -A src/cli/main.ts <args>` and waits for it. */
+export async function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", CLI, ...args],
+    cwd: PROJECT,
+    env: { NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/** Writes an experiment object as YAML into `dir` and returns its path. */
+export async function writeExperiment(
+  dir: string,
+  name: string,
+  experiment: unknown,
+): Promise<string> {
+  const path = join(dir, name);
+  await Deno.writeTextFile(path, stringify(experiment));
+  return path;
+}
+
+/** Reads `<results>/<experiment>/latest/summary.json`. */
+export async function latestSummary(results: string, experiment: string): Promise<RunSummary> {
+  return JSON.parse(await Deno.readTextFile(join(results, experiment, "latest", "summary.json")));
+}
+
+/** A `command` trainer entry running a fixture script with this Deno. */
+export function denoCommand(script: string, ...args: string[]): string[] {
+  return [Deno.execPath(), "run", "-A", "--quiet", fixtureTrainer(script), ...args];
+}

@@ -1,0 +1,119 @@
+/**
+ * A test-fixture trainer honouring the trainer contract (README.md, "The trainer contract"): it reads `PARITY_*`
+ * environment variables, appends step records `{"step", "loss", "lr"}` to
+ * `PARITY_METRICS_FILE` for steps 1..PARITY_STOP_AT (or from the checkpoint's step + 1 when
+ * `PARITY_RESUME_FROM` is set), and "checkpoints" by writing `{"step": N}` to
+ * `PARITY_CHECKPOINT_DIR/global_step<N>/state.json` plus a `latest` file. Its loss is a
+ * deterministic curve times (1 + u·noise) with u uniform in [-1, 1) from `Math.random()` on
+ * every step, so two runs never agree bit for bit: a harness must ABSTAIN on it (given repeated
+ * baselines), never PASS or FAIL. It emits `saved`/`loaded` events without digests.
+ *
+ * Usage: `deno run -A noisy_trainer.ts [--noise REL]` (default 1e-7; `--noise 0` is noiseless
+ * and bit-reproducible). Other `--flag value` pairs are accepted and ignored, so experiment
+ * argv templates written for other trainers still run.
+ *
+ * @module
+ */
+
+function flag(args: string[], name: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === `--${name}`) return args[i + 1];
+    if (args[i].startsWith(`--${name}=`)) return args[i].slice(name.length + 3);
+  }
+  return undefined;
+}
+
+function env(name: string): string | undefined {
+  const value = Deno.env.get(name);
+  return value === undefined || value === "" ? undefined : value;
+}
+
+function positiveInt(name: string, fallback?: number): number {
+  const raw = env(name);
+  if (raw === undefined) {
+    if (fallback !== undefined) return fallback;
+    throw new Error(`${name} is not set`);
+  }
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name}=${raw} is not an integer`);
+  return n;
+}
+
+/** The deterministic part of the loss at `step`. */
+export function cleanLoss(step: number, seed: number): number {
+  return 2 + 3 * Math.exp(-step / 25) + 0.05 * Math.sin(step * 0.7 + seed);
+}
+
+/** Warmup (10% of the schedule) then cosine decay, over the full schedule `steps`. */
+export function learningRate(step: number, steps: number): number {
+  const peak = 3e-4;
+  const warmup = Math.max(1, Math.floor(steps / 10));
+  if (step <= warmup) return (peak * step) / warmup;
+  const progress = (step - warmup) / Math.max(1, steps - warmup);
+  return 0.5 * peak * (1 + Math.cos(Math.PI * progress));
+}
+
+async function resumeStep(from: string): Promise<number> {
+  let dir = from;
+  try {
+    await Deno.stat(`${dir}/state.json`);
+  } catch {
+    const latest = (await Deno.readTextFile(`${dir}/latest`)).trim();
+    dir = `${dir}/${latest}`;
+  }
+  const state = JSON.parse(await Deno.readTextFile(`${dir}/state.json`));
+  if (!Number.isInteger(state.step)) throw new Error(`${dir}/state.json has no integer step`);
+  return state.step;
+}
+
+async function main(args: string[]): Promise<number> {
+  const noise = Number(flag(args, "noise") ?? "1e-7");
+  if (!Number.isFinite(noise) || noise < 0) {
+    console.error(`--noise expects a non-negative number`);
+    return 2;
+  }
+  const steps = positiveInt("PARITY_STEPS");
+  const stopAt = positiveInt("PARITY_STOP_AT", steps);
+  const saveAt = env("PARITY_SAVE_AT") === undefined ? undefined : positiveInt("PARITY_SAVE_AT");
+  const seed = positiveInt("PARITY_SEED", 1234);
+  const metricsFile = env("PARITY_METRICS_FILE");
+  if (metricsFile === undefined) throw new Error("PARITY_METRICS_FILE is not set");
+  const checkpointDir = env("PARITY_CHECKPOINT_DIR");
+  const resumeFrom = env("PARITY_RESUME_FROM");
+
+  const lines: string[] = [];
+  let first = 1;
+  if (resumeFrom !== undefined) {
+    const step = await resumeStep(resumeFrom);
+    lines.push(JSON.stringify({ event: "loaded", step }));
+    first = step + 1;
+  }
+  for (let step = first; step <= stopAt; step++) {
+    const u = noise === 0 ? 0 : 2 * Math.random() - 1;
+    const loss = cleanLoss(step, seed) * (1 + u * noise);
+    lines.push(JSON.stringify({ step, loss, lr: learningRate(step, steps) }));
+    if (step === saveAt) {
+      if (checkpointDir === undefined) throw new Error("PARITY_CHECKPOINT_DIR is not set");
+      const tag = `global_step${step}`;
+      await Deno.mkdir(`${checkpointDir}/${tag}`, { recursive: true });
+      await Deno.writeTextFile(
+        `${checkpointDir}/${tag}/state.json`,
+        JSON.stringify({ step, seed }),
+      );
+      await Deno.writeTextFile(`${checkpointDir}/latest`, tag);
+      lines.push(JSON.stringify({ event: "saved", step }));
+    }
+  }
+  await Deno.writeTextFile(metricsFile, lines.map((l) => l + "\n").join(""), { append: true });
+  console.log(`noisy trainer: ${env("PARITY_PHASE") ?? "phase"} steps ${first}..${stopAt}`);
+  return 0;
+}
+
+if (import.meta.main) {
+  try {
+    Deno.exit(await main(Deno.args));
+  } catch (error) {
+    console.error(`noisy trainer: ${error instanceof Error ? error.message : String(error)}`);
+    Deno.exit(1);
+  }
+}

@@ -1,0 +1,87 @@
+import assert from "node:assert/strict";
+import { withTempDir } from "../_testing/metrics_fixtures.ts";
+import { evaluateRun } from "../../src/parity/evaluate.ts";
+import type { PhaseEvidence } from "../../src/parity/types.ts";
+
+const TRAINER = new URL("./noisy_trainer.ts", import.meta.url).pathname;
+const STEPS = 12;
+const SAVE_AT = 6;
+
+async function phase(
+  dir: string,
+  name: string,
+  noise: string,
+  env: Record<string, string>,
+): Promise<string> {
+  const metrics = `${dir}/${name}.jsonl`;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", TRAINER, "--noise", noise, "--world-size", "2"],
+    env: {
+      PARITY_PHASE: name,
+      PARITY_STEPS: String(STEPS),
+      PARITY_STOP_AT: String(STEPS),
+      PARITY_SEED: "7",
+      PARITY_METRICS_FILE: metrics,
+      PARITY_RUN_DIR: dir,
+      ...env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  return metrics;
+}
+
+/** baseline, one repeat, split at SAVE_AT and a native resume; returns the phases. */
+async function runAll(dir: string, noise: string): Promise<PhaseEvidence[]> {
+  const ckpt = `${dir}/ckpt`;
+  const ok = (name: string, role: PhaseEvidence["role"], metricsPath: string): PhaseEvidence => ({
+    name,
+    role,
+    status: "ok",
+    metricsPath,
+    topology: "w2",
+  });
+  return [
+    ok("baseline", "baseline", await phase(dir, "baseline", noise, {})),
+    ok("baseline-repeat-1", "repeat", await phase(dir, "baseline-repeat-1", noise, {})),
+    ok(
+      "split",
+      "split",
+      await phase(dir, "split", noise, {
+        PARITY_STOP_AT: String(SAVE_AT),
+        PARITY_SAVE_AT: String(SAVE_AT),
+        PARITY_CHECKPOINT_DIR: ckpt,
+      }),
+    ),
+    ok(
+      "resume-native",
+      "resume",
+      await phase(dir, "resume-native", noise, { PARITY_RESUME_FROM: ckpt }),
+    ),
+  ];
+}
+
+Deno.test("noisy_trainer ends in ABSTAIN, never PASS or FAIL", async () => {
+  await withTempDir(async (dir) => {
+    const phases = await runAll(dir, "1e-7");
+    const e = await evaluateRun({ steps: STEPS, saveAt: SAVE_AT, metrics: ["loss"], phases });
+    assert.equal(e.verdict, "ABSTAIN");
+    assert.equal(e.noise_floor.identical, false);
+    assert.ok((e.noise_floor.max_rel_deviation ?? 0) <= 2e-7);
+    assert.equal(e.state_checks[0].verdict, "N/A", "the fixture emits no digests");
+    const resumed = e.series.get("resume-native");
+    assert.deepEqual([...(resumed?.steps ?? [])], [7, 8, 9, 10, 11, 12]);
+    assert.equal(resumed?.events[0].event, "loaded");
+  });
+});
+
+Deno.test("noisy_trainer --noise 0 is bit-reproducible and PASSes", async () => {
+  await withTempDir(async (dir) => {
+    const phases = await runAll(dir, "0");
+    const e = await evaluateRun({ steps: STEPS, saveAt: SAVE_AT, metrics: ["loss", "lr"], phases });
+    assert.equal(e.verdict, "PASS", JSON.stringify(e.comparisons.map((c) => c.reason)));
+    assert.deepEqual(e.comparisons.map((c) => c.metric), ["loss", "lr"]);
+    assert.equal(e.noise_floor.identical, true);
+  });
+});
