@@ -8,7 +8,12 @@
 
 import { dirname, resolve } from "node:path";
 import { Command, type ParseOptionsResult } from "commander";
-import { formatValidationErrors, phaseNames, readExperimentFile } from "../experiment/mod.ts";
+import {
+  formatValidationErrors,
+  phaseNames,
+  presetsUsed,
+  readExperimentFile,
+} from "../experiment/mod.ts";
 import type { Experiment } from "../experiment/schema.ts";
 import { consoleProgress } from "../pipeline/console_progress.ts";
 import { runExperiment, type RunResult } from "../pipeline/runner.ts";
@@ -121,6 +126,13 @@ async function runFiles(
         );
       }
     }
+  }
+  // An environment the experiment needs but the machine lacks is ERROR, said in one sentence.
+  const problems = [...new Set(loaded.flatMap(({ experiment }) => presetsUsed(experiment)))]
+    .flatMap((preset) => preset.environmentProblem?.() ?? []);
+  if (problems.length > 0) {
+    for (const problem of problems) console.error(`parity run: ERROR: ${problem}`);
+    return EXIT_CODES.ERROR;
   }
   return await runLoaded(loaded, options, forceOption(options.force));
 }

@@ -65,6 +65,13 @@ export function programEntry(exp: Experiment, tool: PhaseTool): ProcessEntry | u
   return preset?.tools.includes(tool) ? { preset: preset.name, timeout: 3600 } : undefined;
 }
 
+/** The presets an experiment's programs use (each once). */
+export function presetsUsed(exp: Experiment): PresetDescriptor[] {
+  const names = (["trainer", "converter", "planner"] as const)
+    .map((tool) => programEntry(exp, tool)?.preset);
+  return [...new Set(names)].flatMap((name) => presetNamed(name) ?? []);
+}
+
 /**
  * The arguments every phase of a program sees, so `${args.<key>}` is known in all of them: the
  * trainer's own `args` (resume phases only add to them); for the converter `trainer.args` merged

@@ -57,8 +57,14 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
   const converterPreset = presetNamed(exp.converter?.preset);
   if (converterPreset) checkPresetArgs(converterPreset, "converter.args", exp.converter?.args, add);
   const plannerPreset = presetNamed(planner?.preset);
-  if (presetNamed(exp.planner?.preset)) {
-    checkPresetArgs(plannerPreset!, "planner.args", exp.planner?.args, add);
+  const ownPlannerPreset = presetNamed(exp.planner?.preset);
+  if (ownPlannerPreset) checkPresetArgs(ownPlannerPreset, "planner.args", exp.planner?.args, add);
+  if (exp.plan_sync?.resume && trainer && !trainer.executesPlans) {
+    add(
+      "plan_sync.resume",
+      `the ${trainer.name} trainer cannot resume by executing a plan; set plan_sync.resume: false ` +
+        "(the plans are still made, verified and reported)",
+    );
   }
   const targetPreset = trainer ?? plannerPreset;
   if (exp.plan_sync && targetPreset) {

@@ -47,6 +47,8 @@ export interface PresetDescriptor {
   policies: readonly string[];
   /** Programs it provides: the trainer always, the converter and planner when it has them. */
   tools: readonly PhaseTool[];
+  /** Whether its trainer can resume by executing a plan (`plan_sync.resume`). */
+  executesPlans: boolean;
   /** File inside a saved tag folder that proves the save completed. */
   checkpointMarker?: string;
   /** The argument that holds gradient accumulation (micro-batches per optimizer step). */
@@ -59,6 +61,8 @@ export interface PresetDescriptor {
   argv(ctx: PresetContext): string[];
   /** Extra environment of one phase. */
   env?(ctx: PresetContext): Record<string, string>;
+  /** Why the machine cannot run the preset (a missing environment), or undefined. */
+  environmentProblem?(): string | undefined;
 }
 
 /** Text of an argument value on a command line: strings as they are, anything else as JSON. */

@@ -90,6 +90,7 @@ export const REFERENCE_PRESET: PresetDescriptor = {
   faults: REFERENCE_FAULTS,
   policies: REPLICA_POLICY_NAMES,
   tools: ["trainer", "converter", "planner"],
+  executesPlans: true,
   checkpointMarker: "checkpoint_complete.json",
   gradAccumArg: "grad_accum",
   metricsFormat: "jsonl",

@@ -1,0 +1,146 @@
+/**
+ * The `deepspeed` preset: real DeepSpeed with AutoEP on CPU ranks (docs/deepspeed.md). The
+ * trainer is `adapters/deepspeed/train_moe.py` launched by torchrun over gloo, the converter is
+ * DeepSpeed's own `ds_to_universal`, the planner `adapters/deepspeed/plan_autoep.ts` plans a
+ * reshard of the checkpoint's recorded affine maps with the harness's planner. Everything runs
+ * from the git-ignored `.venv-deepspeed/` that `deno task setup-deepspeed` creates.
+ *
+ * @module
+ */
+
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { REPLICA_POLICY_NAMES } from "../affine/mod.ts";
+import { type PresetContext, type PresetDescriptor, presetFlags } from "./preset.ts";
+import { PROJECT_DIR } from "./project_dir.ts";
+
+/** The preset's Python environment (`PARITY_DEEPSPEED_VENV` overrides where it is). */
+export const DEEPSPEED_VENV: string = Deno.env.get("PARITY_DEEPSPEED_VENV") ||
+  join(PROJECT_DIR, ".venv-deepspeed");
+
+const ADAPTER_DIR = join(PROJECT_DIR, "adapters/deepspeed");
+const PYTHON = join(DEEPSPEED_VENV, "bin/python");
+
+/**
+ * Resume faults of the training script, each one of DeepSpeed's own load options or a restore
+ * the script skips (docs/deepspeed.md, "Faults"). A test keeps this list equal to the script's.
+ */
+const DEEPSPEED_FAULTS = [
+  "no-optimizer-states",
+  "no-lr-scheduler-states",
+  "module-only",
+  "skip-sampler-restore",
+  "skip-rng-restore",
+  "universal-without-load-universal",
+] as const;
+
+function deepspeedArgv(ctx: PresetContext): string[] {
+  const { vars, args } = ctx;
+  if (ctx.tool === "converter") {
+    return [
+      PYTHON,
+      "-m",
+      "deepspeed.checkpoint.ds_to_universal",
+      "--input_folder",
+      vars.native,
+      "--output_folder",
+      vars.universal,
+      "--num_extract_workers",
+      "1",
+      "--num_merge_workers",
+      "1",
+    ];
+  }
+  if (ctx.tool === "planner") {
+    return [
+      Deno.execPath(),
+      "run",
+      "-A",
+      "--quiet",
+      join(ADAPTER_DIR, "plan_autoep.ts"),
+      "--source-checkpoint",
+      vars.source_checkpoint,
+      "--target",
+      vars.target,
+      "--policy",
+      vars.policy,
+      "--out",
+      vars.plan_out,
+      "--element-size",
+      String(ctx.elementSize),
+      "--python",
+      PYTHON,
+    ];
+  }
+  const argv = [
+    join(DEEPSPEED_VENV, "bin/torchrun"),
+    "--standalone",
+    "--nproc-per-node",
+    String(args.world_size ?? 2),
+    join(ADAPTER_DIR, "train_moe.py"),
+    "--steps",
+    vars.steps,
+    "--stop-at",
+    vars.stop_at,
+    "--seed",
+    vars.seed,
+    "--metrics-file",
+    vars.metrics_file,
+    "--out",
+    vars.run_dir,
+  ];
+  if (vars.save_at) argv.push("--save-at", vars.save_at, "--checkpoint-dir", vars.checkpoint_dir);
+  if (vars.resume_from) {
+    argv.push("--resume-from", vars.resume_from, "--resume-kind", vars.resume_kind);
+  }
+  return argv.concat(presetFlags(DEEPSPEED_PRESET, args, ["world_size"]));
+}
+
+/** The deepspeed preset. */
+export const DEEPSPEED_PRESET: PresetDescriptor = {
+  name: "deepspeed",
+  description: "real DeepSpeed + AutoEP on CPU ranks over gloo (adapters/deepspeed/train_moe.py)",
+  args: {
+    world_size: {
+      flag: "--nproc-per-node",
+      topology: true,
+      description: "ranks torchrun starts (data parallel × expert parallel)",
+    },
+    autoep_size: {
+      flag: "--autoep-size",
+      topology: true,
+      description: "AutoEP expert-parallel size (divides experts and world_size)",
+    },
+    zero_stage: {
+      flag: "--zero-stage",
+      topology: true,
+      values: [0, 1, 2, 3],
+      description: "ZeRO stage",
+    },
+    precision: { flag: "--precision", values: ["fp32", "bf16"], description: "module precision" },
+    grad_accum: { flag: "--grad-accum", description: "micro-batches per optimizer step" },
+    global_batch: { flag: "--global-batch", description: "samples per optimizer step" },
+    lr: { flag: "--lr", description: "peak learning rate of WarmupDecayLR" },
+    warmup: { flag: "--warmup", description: "warm-up steps of WarmupDecayLR" },
+    experts: { flag: "--experts", description: "experts per MoE layer" },
+    layers: { flag: "--layers", description: "transformer layers" },
+    hidden: { flag: "--hidden", description: "hidden size" },
+    dropout: { flag: "--dropout", description: "dropout probability" },
+    fault: { flag: "--fault", description: "inject one named resume bug" },
+  },
+  faults: DEEPSPEED_FAULTS,
+  policies: REPLICA_POLICY_NAMES,
+  tools: ["trainer", "converter", "planner"],
+  executesPlans: false,
+  checkpointMarker: "parity_checkpoint_complete.json",
+  gradAccumArg: "grad_accum",
+  metricsFormat: "jsonl",
+  codeInputs: [ADAPTER_DIR, join(DEEPSPEED_VENV, ".parity-stamp")],
+  argv: deepspeedArgv,
+  env: () => ({ DS_ACCELERATOR: "cpu", OMP_NUM_THREADS: "1" }),
+  environmentProblem: () =>
+    existsSync(PYTHON)
+      ? undefined
+      : "the deepspeed preset needs its Python environment: run `deno task setup-deepspeed` " +
+        "(creates .venv-deepspeed/ with torch 2.13.0 and DeepSpeed 0.19.8)",
+};

@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { DEEPSPEED_PRESET } from "./deepspeed_preset.ts";
+import { PROJECT_DIR } from "./project_dir.ts";
+
+// The harness never imports the training script; these tests keep the descriptor in step with it.
+const SCRIPT = Deno.readTextFileSync(join(PROJECT_DIR, "adapters/deepspeed/train_moe.py"));
+
+Deno.test("deepspeed preset: faults are the training script's own", () => {
+  const table = SCRIPT.match(/^FAULTS = \{([\s\S]*?)^\}/m)?.[1] ?? "";
+  const names = [...table.matchAll(/^\s+"([a-z-]+)":/gm)].map((m) => m[1])
+    .filter((name) => name !== "none");
+  assert.deepEqual([...DEEPSPEED_PRESET.faults].sort(), names.sort());
+});
+
+Deno.test("deepspeed preset: every script flag it passes is one train_moe.py defines", () => {
+  for (const [key, arg] of Object.entries(DEEPSPEED_PRESET.args)) {
+    if (key === "world_size") continue; // torchrun's --nproc-per-node
+    assert.ok(SCRIPT.includes(`"${arg.flag}"`), `${key}: train_moe.py has no ${arg.flag}`);
+  }
+});
+
+Deno.test("deepspeed preset: a phase is torchrun + the script, with the run's flags", () => {
+  const vars = {
+    steps: "100",
+    stop_at: "100",
+    seed: "1",
+    metrics_file: "/r/m.jsonl",
+    run_dir: "/r",
+    save_at: "",
+    checkpoint_dir: "",
+    resume_from: "/r/c/global_step50",
+    resume_kind: "universal",
+  };
+  const argv = DEEPSPEED_PRESET.argv({
+    tool: "trainer",
+    vars,
+    args: { world_size: 4, autoep_size: 2, zero_stage: 3 },
+    elementSize: 4,
+  });
+  assert.ok(argv[0].endsWith("bin/torchrun"));
+  assert.deepEqual(argv.slice(1, 4), ["--standalone", "--nproc-per-node", "4"]);
+  assert.ok(argv[4].endsWith("adapters/deepspeed/train_moe.py"));
+  const flag = (name: string) => argv[argv.indexOf(name) + 1];
+  assert.equal(flag("--resume-kind"), "universal");
+  assert.equal(flag("--autoep-size"), "2");
+  assert.equal(flag("--zero-stage"), "3");
+  assert.ok(!argv.includes("--world-size"), "world_size goes to the launcher only");
+  assert.ok(!argv.includes("--save-at"));
+  const convert = DEEPSPEED_PRESET.argv({
+    tool: "converter",
+    vars: { native: "/n", universal: "/u" },
+    args: {},
+    elementSize: 4,
+  });
+  assert.deepEqual(convert.slice(1, 7), [
+    "-m",
+    "deepspeed.checkpoint.ds_to_universal",
+    "--input_folder",
+    "/n",
+    "--output_folder",
+    "/u",
+  ]);
+});
