@@ -6,7 +6,7 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
+import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { dirname, resolve } from "node:path";
 import { verifyPlanCommand } from "./affine/mod.ts";
 import {
@@ -23,9 +23,19 @@ import { runExperiment, type RunResult } from "./pipeline/runner.ts";
 import { formatPlanPreview, previewPlan } from "./pipeline/plan_preview.ts";
 import { EXIT_CODES, worstVerdict } from "./types/summary.ts";
 import { gcCommand } from "./pipeline/gc.ts";
+import { DEFAULT_GOLDENS_DIR } from "./pipeline/golden.ts";
 import { LockHeldError } from "./pipeline/lock.ts";
 import { installSignalHandlers } from "./process/mod.ts";
 import { historyCommand, reportCommand, writeSuiteIndex } from "./report/mod.ts";
+import {
+  bisect,
+  BisectUsageError,
+  formatBisect,
+  formatRerun,
+  rerunRun,
+  saveGolden,
+  StoredRunError,
+} from "./reproduce/mod.ts";
 
 const USAGE = `usage: parity <command> [options]
 
@@ -45,6 +55,14 @@ commands:
   history [results-dir]  trend chart and table of past runs
   gc [results-dir] [--dry-run] [--experiment NAME]
                          delete checkpoints that no cached phase still needs
+  rerun <run-dir> [--goldens DIR] [--wait] [--quiet]
+                         re-run every phase of a run (no cache) and compare bit for bit
+                         (exit 0 REPRODUCED, 1 DRIFTED, 2 bad run folder, 3 ERROR)
+  golden save <run-dir> [--goldens DIR]
+                         store the run's baseline as the golden of its environment
+  bisect <file> --repo DIR --good REV --bad REV [--set ...] [--results DIR] [--goldens DIR]
+                         find the commit of a code input that broke parity
+                         (exit 0 found, 2 bad usage, 3 inconclusive or interrupted)
 
 exit codes: 0 PASS, 1 FAIL, 2 bad input or usage, 3 ERROR, 4 ABSTAIN`;
 
@@ -81,6 +99,7 @@ function parseRunArgs(args: string[]) {
       strict: true,
       options: {
         results: { type: "string", default: "results" },
+        goldens: { type: "string", default: DEFAULT_GOLDENS_DIR },
         set: { type: "string", multiple: true, default: [] },
         only: { type: "string", multiple: true, default: [] },
         force: { type: "string", multiple: true, default: [] },
@@ -153,6 +172,7 @@ export async function runCommand(args: string[]): Promise<number> {
           wait: values.wait,
           progress,
           harnessEnv: Deno.env.toObject(),
+          goldensDir: resolve(values.goldens),
         }),
       );
       if (results.at(-1)!.summary.interrupted) break;
@@ -217,6 +237,103 @@ async function planCommand(args: string[]): Promise<number> {
   return 0;
 }
 
+// --- rerun | golden | bisect: thin dispatch into src/reproduce (ported to src/cli/ at merge) ---
+
+function parseReproduceArgs<T extends ParseArgsOptionsConfig>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, allowPositionals: true, strict: true, options });
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+/** `rerun <run-dir>`: replays a run without the cache and compares it bit for bit. */
+async function rerunCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseReproduceArgs(args, {
+    goldens: { type: "string", default: DEFAULT_GOLDENS_DIR },
+    wait: { type: "boolean", default: false },
+    quiet: { type: "boolean", default: false },
+  });
+  if (positionals.length !== 1) throw new UsageError("rerun: name one run folder");
+  const uninstall = installSignalHandlers({ listenWhileIdle: true });
+  try {
+    const result = await rerunRun(positionals[0], {
+      progress: consoleProgress({ quiet: values.quiet }),
+      harnessEnv: Deno.env.toObject(),
+      goldensDir: resolve(values.goldens),
+      wait: values.wait,
+    });
+    console.log(formatRerun(result));
+    return result.exit_code;
+  } finally {
+    uninstall();
+  }
+}
+
+/** `golden save <run-dir>`: files the run's baseline as its environment's golden. */
+async function goldenCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseReproduceArgs(args, {
+    goldens: { type: "string", default: DEFAULT_GOLDENS_DIR },
+  });
+  if (positionals[0] !== "save" || positionals.length !== 2) {
+    throw new UsageError("golden: usage: golden save <run-dir> [--goldens DIR]");
+  }
+  const saved = await saveGolden(positionals[1], {
+    goldensDir: resolve(values.goldens),
+    harnessEnv: Deno.env.toObject(),
+  });
+  console.log(
+    `${saved.replaced ? "replaced" : "saved"} golden ${saved.file}\n  environment ${saved.key}, ` +
+      `${saved.steps} steps, metrics ${saved.metrics.join(", ")}`,
+  );
+  return 0;
+}
+
+/** `bisect <file> --repo DIR --good REV --bad REV`: the commit that broke parity. */
+async function bisectCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseReproduceArgs(args, {
+    repo: { type: "string" },
+    good: { type: "string" },
+    bad: { type: "string" },
+    set: { type: "string", multiple: true, default: [] },
+    results: { type: "string", default: "results" },
+    goldens: { type: "string", default: DEFAULT_GOLDENS_DIR },
+    quiet: { type: "boolean", default: false },
+  });
+  const { repo, good, bad } = values;
+  if (positionals.length !== 1 || !repo || !good || !bad) {
+    throw new UsageError("bisect: name one experiment file and --repo, --good and --bad");
+  }
+  const file = positionals[0];
+  const loaded = await readExperimentFile(file, { sets: values.set });
+  if (!loaded.ok) {
+    console.error(formatValidationErrors(file, loaded.errors).join("\n"));
+    return 2;
+  }
+  if (loaded.experiments.length !== 1) {
+    throw new UsageError("bisect: the file expands to several experiments; pick one with --set");
+  }
+  const uninstall = installSignalHandlers({ listenWhileIdle: true });
+  try {
+    const result = await bisect({
+      experiment: loaded.experiments[0],
+      experimentFile: resolve(file),
+      baseDir: dirname(resolve(file)),
+      resultsDir: resolve(values.results),
+      goldensDir: resolve(values.goldens),
+      repo: resolve(repo),
+      good,
+      bad,
+      progress: consoleProgress({ quiet: values.quiet }),
+      harnessEnv: Deno.env.toObject(),
+    });
+    console.log(formatBisect(result));
+    return result.exit_code;
+  } finally {
+    uninstall();
+  }
+}
+
 /** Dispatches a harness command; returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -241,6 +358,12 @@ export async function main(argv: string[]): Promise<number> {
         return await historyCommand(rest);
       case "gc":
         return await gcCommand(rest);
+      case "rerun":
+        return await rerunCommand(rest);
+      case "golden":
+        return await goldenCommand(rest);
+      case "bisect":
+        return await bisectCommand(rest);
       case undefined:
       case "help":
       case "--help":
@@ -253,6 +376,10 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`parity: ${e.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (e instanceof StoredRunError || e instanceof BisectUsageError) {
+      console.error(`parity: ${e.message}`);
       return 2;
     }
     if (e instanceof LockHeldError) {
