@@ -197,7 +197,10 @@ export async function bisect(options: BisectOptions): Promise<BisectResult> {
     }
     return { outcome: "interrupted", steps, exit_code: 3 };
   } finally {
-    await git(top, ["bisect", "reset", "--quiet"]);
+    const reset = await git(top, ["bisect", "reset"]);
+    if (reset.code !== 0) {
+      options.progress.note(`warning: git bisect reset failed in ${top}: ${reset.stderr}`);
+    }
   }
 }
 
