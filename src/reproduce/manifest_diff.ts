@@ -66,7 +66,14 @@ export function diffManifests(
 ): EnvironmentDifference[] {
   const a = manifestFacts(stored.manifest, stored.runDir);
   const b = manifestFacts(rerun.manifest, rerun.runDir);
-  const fields = [...new Set([...a.keys(), ...b.keys()])].sort();
+  // A phase the stored run reused from the cache launched no child there: nothing to compare.
+  const launched = (m: Manifest) => new Set((m.children ?? []).map((c) => c.phase));
+  const [inA, inB] = [launched(stored.manifest), launched(rerun.manifest)];
+  const comparable = (field: string) => {
+    const phase = /^children\.([^.]+)\./.exec(field)?.[1];
+    return phase === undefined || (inA.has(phase) && inB.has(phase));
+  };
+  const fields = [...new Set([...a.keys(), ...b.keys()])].sort().filter(comparable);
   return fields
     .filter((f) => a.get(f) !== b.get(f))
     .map((field) => ({

@@ -41,4 +41,13 @@ Deno.test("diffManifests: run-folder paths are abstracted; real differences are 
     ["git.commit", "aaa", "bbb"],
     ["git.dirty", "false", "true"],
   ]);
+  // A phase the stored run took from the cache has no child to compare with.
+  const cached = manifest("/r/1", { children: [] });
+  assert.deepEqual(
+    diffManifests({ manifest: cached, runDir: "/r/1" }, {
+      manifest: manifest("/r/2"),
+      runDir: "/r/2",
+    }),
+    [],
+  );
 });
