@@ -172,19 +172,22 @@ export async function collectEnvironment(
     if (harnessEnv[name] !== undefined) variables[name] = harnessEnv[name];
   }
   const code: Record<string, ToolCode> = {};
+  // A preset's tools share their inputs: digest each input set and probe each folder once.
+  const digests = new Map<string, Promise<string>>();
+  const gits = new Map<string, Promise<CodeInputGit | null>>();
   for (const spec of phases) {
     if (code[spec.tool]) continue;
     const git: Record<string, CodeInputGit> = {};
     for (const input of spec.codeInputs) {
       const dir = codeInputDir(input, baseDir, harnessEnv);
-      const state = dir ? await gitOf(dir) : null;
+      if (dir === null) continue;
+      if (!gits.has(dir)) gits.set(dir, gitOf(dir));
+      const state = await gits.get(dir)!;
       if (state) git[input] = state;
     }
-    code[spec.tool] = {
-      inputs: [...spec.codeInputs],
-      digest: await codeInputsDigest(spec.codeInputs, baseDir, harnessEnv),
-      git,
-    };
+    const id = spec.codeInputs.join("\0");
+    if (!digests.has(id)) digests.set(id, codeInputsDigest(spec.codeInputs, baseDir, harnessEnv));
+    code[spec.tool] = { inputs: [...spec.codeInputs], digest: await digests.get(id)!, git };
   }
   return {
     cpu_model: cpu,
