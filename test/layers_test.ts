@@ -32,6 +32,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     "report",
     "experiment",
   ],
+  reproduce: ["types", "process", "metrics", "parity", "experiment", "pipeline"],
   cli: [
     "types",
     "affine",
@@ -43,6 +44,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     "report",
     "experiment",
     "pipeline",
+    "reproduce",
   ],
   reference: ["affine"],
 };

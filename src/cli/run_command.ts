@@ -16,6 +16,7 @@ import {
 } from "../experiment/mod.ts";
 import type { Experiment } from "../experiment/schema.ts";
 import { consoleProgress } from "../pipeline/console_progress.ts";
+import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { runExperiment, type RunResult } from "../pipeline/runner.ts";
 import { EXIT_CODES, worstVerdict } from "../types/summary.ts";
 import { installSignalHandlers } from "../process/mod.ts";
@@ -38,6 +39,8 @@ export interface RunCommandOptions {
   wait?: boolean;
   /** Phase start/end lines only. */
   quiet?: boolean;
+  /** Folder of per-environment goldens (`golden: true`). */
+  goldens: string;
 }
 
 /** Marker a bare `--force` is rewritten to: re-run every phase. */
@@ -59,6 +62,7 @@ export const runCommand: Subcommand = (exit): Command => {
     .option("--keep-going", "keep running phases after one fails")
     .option("--wait", "wait for another run of the same experiment to finish")
     .option("--quiet", "print phase start/end lines only")
+    .option("--goldens <dir>", "goldens folder for golden: true", DEFAULT_GOLDENS_DIR)
     .action(async (files: string[], options: RunCommandOptions) => {
       exit(await runFiles(command, files, options));
     });
@@ -100,6 +104,7 @@ async function runFiles(
     keepGoing: given.keepGoing ?? false,
     wait: given.wait ?? false,
     quiet: given.quiet ?? false,
+    goldens: given.goldens,
   };
   const loaded: { file: string; experiment: Experiment }[] = [];
   let invalid = false;
@@ -164,6 +169,7 @@ async function runLoaded(
           wait: options.wait,
           progress,
           harnessEnv: Deno.env.toObject(),
+          goldensDir: resolve(options.goldens),
         }),
       );
       if (results.at(-1)!.summary.interrupted) break;

@@ -6,11 +6,14 @@
  */
 
 import type { Subcommand } from "./_subcommand.ts";
+import { bisectCommand } from "./bisect_command.ts";
 import { compareCommand } from "./compare_command.ts";
 import { gcCommand } from "./gc_command.ts";
+import { goldenCommand } from "./golden_command.ts";
 import { historyCommand } from "./history_command.ts";
 import { planCommand } from "./plan_command.ts";
 import { reportCommand } from "./report_command.ts";
+import { rerunCommand } from "./rerun_command.ts";
 import { runCommand } from "./run_command.ts";
 import { schemaCommand } from "./schema_command.ts";
 import { validateCommand } from "./validate_command.ts";
@@ -27,4 +30,7 @@ export const SUBCOMMANDS: readonly Subcommand[] = [
   reportCommand,
   historyCommand,
   gcCommand,
+  rerunCommand,
+  goldenCommand,
+  bisectCommand,
 ];

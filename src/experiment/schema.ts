@@ -213,6 +213,11 @@ export const ExperimentObjectSchema = z.object({
   metrics: z.array(z.string()).min(1, "expected at least one metric").default(["loss"])
     .describe("metrics compared by default"),
   compare: z.array(CompareSchema).optional(),
+  golden: z.boolean("expected true or false").optional()
+    .describe(
+      "judge the baseline against the stored golden of this environment " +
+        "(experiments/goldens/<experiment>/<environment-key>.jsonl)",
+    ),
   parallel: positiveInt.default(1).describe("phases run at once"),
   keep_checkpoints: z.enum(["all", "last", "none"]).default("all")
     .describe("which checkpoints stay on disk after the run"),

@@ -71,7 +71,8 @@ async function hashTree(path: string, into: string[]): Promise<void> {
   for (const name of names.sort()) await hashTree(join(path, name), into);
 }
 
-function expandEnv(text: string, env: Record<string, string>): string {
+/** `$NAME` and `${env.NAME}` in a code input, expanded from `env` (unset names become empty). */
+export function expandEnv(text: string, env: Record<string, string>): string {
   return text.replace(
     /\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
     (_m, a, b) => env[a ?? b] ?? "",

@@ -8,6 +8,7 @@
 
 import { redactEnv } from "../process/mod.ts";
 import { PROJECT_DIR } from "../presets/mod.ts";
+import type { EnvironmentFacts } from "./environment.ts";
 
 /** Version of the harness, recorded in every manifest and summary. */
 export const HARNESS_VERSION = "0.1.0";
@@ -42,6 +43,10 @@ export interface Manifest {
   input_hashes: Record<string, string>;
   /** Children launched, in order. */
   children: ManifestChild[];
+  /** Folder relative paths of the experiment resolved against (what `rerun` resolves with). */
+  base_dir?: string;
+  /** Machine, frameworks, variables and code inputs (filled in while the first phase runs). */
+  environment?: EnvironmentFacts;
 }
 
 /** SHA-256 of text or bytes, hex. */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { join, relative } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { stringify as toYaml } from "yaml";
 import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { evaluateRun, lossesCsv, type PhaseEvidence } from "../parity/mod.ts";
@@ -14,6 +14,8 @@ import { interruption } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 import { quarantineIncomplete } from "./cache.ts";
+import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
+import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
 import { gitState, HARNESS_VERSION, newManifest, sha256Hex } from "./manifest.ts";
 import {
   computeKeys,
@@ -55,6 +57,8 @@ export interface RunOptions {
   progress: Progress;
   /** Environment visible to `${env.NAME}` placeholders. */
   harnessEnv: Record<string, string>;
+  /** Where goldens are looked up (`experiments/goldens` under the working folder by default). */
+  goldensDir?: string;
 }
 
 /** Outcome of one experiment run. */
@@ -132,6 +136,14 @@ async function runLocked(
     } catch { /* a --set-only run may have no file on disk */ }
   }
   const { manifest, gitKnown } = newManifest(options.experimentFile, hashes, git);
+  manifest.base_dir = options.baseDir;
+  // Probing python, git and nvidia-smi takes a while: overlap it with the first phases.
+  const environment = collectEnvironment(
+    plan.phases,
+    resolvedYaml,
+    options.baseDir,
+    options.harnessEnv,
+  ).then((facts) => (manifest.environment = facts));
   const manifestPath = join(runDir, "manifest.json");
   await writeJsonAtomic(manifestPath, manifest);
 
@@ -156,6 +168,7 @@ async function runLocked(
   progress.runStart(exp.name, runDir, selected.size);
   const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
   await gitKnown;
+  const facts = await environment;
   await writeJsonAtomic(manifestPath, manifest);
 
   const summary = await judgeRun(plan, [...states.values()], {
@@ -163,6 +176,9 @@ async function runLocked(
     started,
     interrupted,
     gitCommit: manifest.git.commit,
+    golden: plan.judge.golden
+      ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
+      : undefined,
   });
   await publishRun(plan, summary, options.resultsDir, experimentDir, progress);
   return { runDir, summary };
@@ -251,6 +267,7 @@ async function judgeRun(
     started: Date;
     interrupted: ReturnType<typeof interruption>;
     gitCommit: string | null;
+    golden?: { facts: EnvironmentFacts; goldensDir: string };
   },
 ): Promise<RunSummary & { losses: string }> {
   const phaseSummaries = states.map((s) => s.summary!);
@@ -274,6 +291,25 @@ async function judgeRun(
   });
   const planSync = states.flatMap((s) => (s.plan ? [s.plan] : []));
   const verdicts: Verdict[] = [evaluation.verdict];
+  let golden: GoldenJudgement | undefined;
+  if (run.golden) {
+    const baseline = plan.phases.find((s) => s.role === "baseline");
+    golden = await judgeGolden({
+      experiment: plan.experiment,
+      goldensDir: run.golden.goldensDir,
+      facts: run.golden.facts,
+      baseline: baseline && states.find((s) => s.spec.name === baseline.name)?.summary?.status ===
+          "ok"
+        ? evaluation.series.get(baseline.name)
+        : undefined,
+      metrics: plan.judge.metrics,
+      steps: plan.judge.steps,
+      tolerance: plan.judge.tolerance,
+    });
+    evaluation.comparisons.push(...golden.comparisons);
+    evaluation.diagnostics.push(...golden.diagnostics);
+    verdicts.push(golden.summary.verdict);
+  }
   if (phaseSummaries.some((p) => p.status === "failed" || p.status === "timeout")) {
     verdicts.push("ERROR");
   }
@@ -302,6 +338,7 @@ async function judgeRun(
     noise_floor: evaluation.noise_floor,
     diagnostics: evaluation.diagnostics,
     git_commit: run.gitCommit,
+    ...(golden ? { golden: golden.summary } : {}),
   };
   if (run.interrupted) {
     summary.diagnostics.push({

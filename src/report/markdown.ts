@@ -26,7 +26,7 @@ import {
   unjudgedTitle,
 } from "./_tables.ts";
 import type { LoadedRun } from "./load_run.ts";
-import type { Verdict } from "../types/summary.ts";
+import type { GoldenSummary, Verdict } from "../types/summary.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */
 export function reportMarker(experiment: string): string {
@@ -99,6 +99,15 @@ export function chartLinks(charts: NamedChart[]): ChartLink[] {
   }));
 }
 
+/** One line on the golden comparison (its rows are `golden~baseline` in the table above). */
+function goldenLine(g: GoldenSummary): string {
+  const where = g.found ? `\`${mdText(g.file)}\`` : "none stored";
+  return `**Golden: ${g.verdict}** · environment \`${
+    mdText(g.environment_key)
+  }\` · golden ${where}` +
+    ` · ${mdText(g.reason)}`;
+}
+
 /**
  * Renders `report.md` for a loaded run.
  *
@@ -119,6 +128,7 @@ export function renderMarkdown(
   out.push(mdText(headline(run)));
   out.push("");
   out.push(`### ${comparisonsTable(run).title}`, "", mdTable(comparisonsTable(run)), "");
+  if (s.golden) out.push(goldenLine(s.golden), "");
   for (const cmp of failingComparisons(run)) {
     const d = divergenceValues(run, cmp);
     const summaryLine = d

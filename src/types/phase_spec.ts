@@ -157,6 +157,8 @@ export interface JudgeSpec {
   compare?: CompareSpec[];
   /** Tolerance lane defaults. */
   tolerance?: ToleranceSpec;
+  /** Judge the baseline against the golden stored for this environment (`golden: true`). */
+  golden?: boolean;
 }
 
 /** An experiment compiled for one run folder. */

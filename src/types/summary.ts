@@ -185,6 +185,29 @@ export interface Diagnostic {
   count?: number;
 }
 
+/**
+ * The baseline judged against the golden stored for this environment (`golden: true`). The
+ * comparisons themselves are in {@link RunSummary.comparisons} as `golden~baseline`.
+ */
+export interface GoldenSummary {
+  /** Worst verdict of the golden comparisons; ABSTAIN when no golden exists for this key. */
+  verdict: Verdict;
+  /** Environment key (docs/experiment-files.md, "Goldens"). */
+  environment_key: string;
+  /** Golden file looked up (relative to the working folder when inside it). */
+  file: string;
+  /** Whether that file exists. */
+  found: boolean;
+  /** `exact` (same environment facts), `tolerance` (same key, other facts). */
+  lane?: "exact" | "tolerance";
+  /** Why this lane, or why ABSTAIN. */
+  reason: string;
+  /** Environment facts that differ from the golden's (same key only). */
+  differences?: string[];
+  /** Run the golden was saved from. */
+  source_run?: string;
+}
+
 /** The whole `summary.json`. */
 export interface RunSummary {
   /** Always 1. */
@@ -227,6 +250,8 @@ export interface RunSummary {
   diagnostics: Diagnostic[];
   /** Git commit of the harness tree, when known. */
   git_commit?: string | null;
+  /** The golden comparison, when the experiment sets `golden: true`. */
+  golden?: GoldenSummary;
 }
 
 /** Exit code of each verdict (README, "Exit codes"). */

@@ -1,0 +1,75 @@
+/**
+ * `parity bisect <file> --repo DIR --good REV --bad REV`: finds the commit of a code-input
+ * repository that broke parity, marking each tested commit good (PASS), bad (FAIL) or skip
+ * (ERROR, ABSTAIN) with `git bisect`, and always resets the bisect (also on SIGINT). Exit 0 when
+ * found, 2 for bad usage, 3 when inconclusive or interrupted (docs/reports.md, "Bisect").
+ *
+ * @module
+ */
+
+import { Command } from "commander";
+import { dirname, resolve } from "node:path";
+import { formatValidationErrors, readExperimentFile } from "../experiment/mod.ts";
+import { consoleProgress } from "../pipeline/console_progress.ts";
+import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
+import { installSignalHandlers } from "../process/mod.ts";
+import { bisect, BisectUsageError, formatBisect } from "../reproduce/mod.ts";
+import { collect, type Subcommand, usageError } from "./_subcommand.ts";
+
+/** Options of `parity bisect`, as commander parses them. */
+interface BisectCommandOptions {
+  repo: string;
+  good: string;
+  bad: string;
+  set?: string[];
+  results: string;
+  goldens: string;
+  quiet?: boolean;
+}
+
+/** Builds `parity bisect`. */
+export const bisectCommand: Subcommand = (exit): Command => {
+  const command = new Command("bisect")
+    .description("find the commit of a code input that broke parity")
+    .argument("<file>", "experiment file (YAML or JSON)")
+    .requiredOption("--repo <dir>", "git repository that is one of the experiment's code inputs")
+    .requiredOption("--good <rev>", "a revision whose run passes")
+    .requiredOption("--bad <rev>", "a revision whose run fails")
+    .option("--set <KEY.PATH=VALUE>", "override a field (repeatable)", collect)
+    .option("--results <dir>", "results folder", "results")
+    .option("--goldens <dir>", "goldens folder for golden: true", DEFAULT_GOLDENS_DIR)
+    .option("--quiet", "print phase start/end lines only")
+    .action(async (file: string, options: BisectCommandOptions) => {
+      const loaded = await readExperimentFile(file, { sets: options.set ?? [] });
+      if (!loaded.ok) {
+        console.error(formatValidationErrors(file, loaded.errors).join("\n"));
+        return exit(2);
+      }
+      if (loaded.experiments.length !== 1) {
+        usageError(command, "the file expands to several experiments; pick one with --set");
+      }
+      const uninstall = installSignalHandlers({ listenWhileIdle: true });
+      try {
+        const result = await bisect({
+          experiment: loaded.experiments[0],
+          experimentFile: resolve(file),
+          baseDir: dirname(resolve(file)),
+          resultsDir: resolve(options.results),
+          goldensDir: resolve(options.goldens),
+          repo: resolve(options.repo),
+          good: options.good,
+          bad: options.bad,
+          progress: consoleProgress({ quiet: options.quiet ?? false }),
+          harnessEnv: Deno.env.toObject(),
+        });
+        console.log(formatBisect(result));
+        exit(result.exit_code);
+      } catch (error) {
+        if (error instanceof BisectUsageError) usageError(command, error.message);
+        throw error;
+      } finally {
+        uninstall();
+      }
+    });
+  return command;
+};

@@ -1,0 +1,87 @@
+/**
+ * A finished run folder read back as what is needed to replay it: the experiment from
+ * `experiment.resolved.yaml`, the manifest (base folder, environment facts) and the summary.
+ * Nothing else is consulted, so a run folder copied to another machine can be replayed there.
+ *
+ * @module
+ */
+
+import { dirname, join } from "node:path";
+import {
+  type Experiment,
+  formatValidationErrors,
+  loadExperimentText,
+  validateExperiment,
+} from "../experiment/mod.ts";
+import type { Manifest } from "../pipeline/manifest.ts";
+import type { RunSummary } from "../types/summary.ts";
+
+/** A run folder that cannot be replayed (bad path, missing or invalid files): exit code 2. */
+export class StoredRunError extends Error {}
+
+/** What a run folder holds. */
+export interface StoredRun {
+  /** The run folder (symlinks such as `latest` resolved). */
+  runDir: string;
+  /** `<results>`: the run folder's grandparent. */
+  resultsDir: string;
+  /** The experiment as it was resolved (defaults, `--set` and matrix applied). */
+  experiment: Experiment;
+  /** Its text, as stored. */
+  resolvedYaml: string;
+  /** The manifest. */
+  manifest: Manifest;
+  /** The summary, when the run finished. */
+  summary?: RunSummary;
+  /** Folder relative paths resolve against. */
+  baseDir: string;
+}
+
+async function readText(path: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) {
+      throw new StoredRunError(`${path}: missing (is this a run folder?)`);
+    }
+    throw e;
+  }
+}
+
+/** Reads a run folder; throws {@link StoredRunError} when it cannot be replayed. */
+export async function readStoredRun(path: string): Promise<StoredRun> {
+  let runDir: string;
+  try {
+    runDir = await Deno.realPath(path);
+  } catch {
+    throw new StoredRunError(`${path}: no such run folder`);
+  }
+  const resolvedYaml = await readText(join(runDir, "experiment.resolved.yaml"));
+  const manifest = JSON.parse(await readText(join(runDir, "manifest.json"))) as Manifest;
+  const raw = loadExperimentText(resolvedYaml, "experiment.resolved.yaml");
+  // A matrix member's name carries its `[k=v]` suffix, which the name rule rejects: validate
+  // under its base name and put the full name back.
+  const name = String(raw.name ?? "");
+  const validated = validateExperiment({ ...raw, name: name.replace(/\[.*$/, "") || "x" });
+  if (!validated.ok) {
+    throw new StoredRunError(
+      formatValidationErrors(join(runDir, "experiment.resolved.yaml"), validated.errors).join("\n"),
+    );
+  }
+  const experiment = { ...validated.experiments[0], name };
+  let summary: RunSummary | undefined;
+  try {
+    summary = JSON.parse(await Deno.readTextFile(join(runDir, "summary.json")));
+  } catch { /* an interrupted harness may have left none */ }
+  const baseDir = manifest.base_dir ??
+    (manifest.experiment_file ? dirname(manifest.experiment_file) : Deno.cwd());
+  return {
+    runDir,
+    resultsDir: dirname(dirname(runDir)),
+    experiment,
+    resolvedYaml,
+    manifest,
+    summary,
+    baseDir,
+  };
+}
