@@ -20,7 +20,7 @@
  */
 
 import { makePlacement, placementToMap, planTransfers } from "../src/affine/mod.ts";
-import type { MapPair, PlanBudget, PlacementDescriptor } from "../src/affine/mod.ts";
+import type { MapPair, PlacementDescriptor, PlanBudget } from "../src/affine/mod.ts";
 import { firstHolder } from "../src/affine/mod.ts";
 
 const EXPERTS = 64, HIDDEN = 2048, INTERMEDIATE = 1408;
@@ -45,7 +45,10 @@ export const SCALING_SIZES = [64, 256, 1024, 2048, 4096, 8192];
 
 function contiguous(experts: number, ranks: number): number[][] {
   const per = experts / ranks;
-  return Array.from({ length: ranks }, (_, r) => Array.from({ length: per }, (_, i) => r * per + i));
+  return Array.from(
+    { length: ranks },
+    (_, r) => Array.from({ length: per }, (_, i) => r * per + i),
+  );
 }
 
 function strided(experts: number, ranks: number): number[][] {
@@ -69,7 +72,9 @@ export function scenarioPlacements(
     return { source: makePlacement(EXPERTS, withHot(contiguous(EXPERTS, 4), [0, 1])), target: ep8 };
   }
   if (scenario === "s2") return { source: ep8, target: ep4 };
-  if (scenario === "s3") return { source: makePlacement(EXPERTS, strided(EXPERTS, 4)), target: ep8 };
+  if (scenario === "s3") {
+    return { source: makePlacement(EXPERTS, strided(EXPERTS, 4)), target: ep8 };
+  }
   throw new Error(`unknown scenario ${scenario}`);
 }
 
@@ -147,7 +152,9 @@ function report(): void {
     const t = timed(() => plan(pairs), 1000);
     const ds = DEEPSPEED_SCENARIO_MS[name];
     console.log(
-      `| ${name} | ${ds} | ${ms(t.avg)} (${ms(t.min)} … ${ms(t.max)}) | ${(ds / t.avg).toFixed(0)}× |`,
+      `| ${name} | ${ds} | ${ms(t.avg)} (${ms(t.min)} … ${ms(t.max)}) | ${
+        (ds / t.avg).toFixed(0)
+      }× |`,
     );
   }
   console.log("\n| E | DeepSpeed ms | ours avg ms (min … max) | speed-up | segments |");

@@ -436,9 +436,7 @@ function resolveAnswer(
     const holder = holderAt(pending.holders, answer);
     if (holder === undefined) {
       throw new InvalidReplicaPolicyError(
-        `${where()}: location ${answer} is not a validated holder [${
-          holderList(pending.holders)
-        }]`,
+        `${where()}: location ${answer} is not a validated holder [${holderList(pending.holders)}]`,
       );
     }
     return holder;
@@ -583,15 +581,20 @@ export function coalesceSegments(
   );
 }
 
-interface MergeGroup {
-  sourceStrides: readonly number[];
-  targetStrides: readonly number[];
-  nd: number;
-  items: TransferSegmentDict[];
+/** DeepSpeed's group key first, then its order within a group: target, source offset, shape. */
+function compareForMerge(a: TransferSegmentDict, b: TransferSegmentDict): number {
+  return a.source[0] - b.source[0] || a.target[0] - b.target[0] ||
+    a.shape.length - b.shape.length ||
+    (a.source[2] === b.source[2] ? 0 : compareCoords(a.source[2], b.source[2])) ||
+    (a.target[2] === b.target[2] ? 0 : compareCoords(a.target[2], b.target[2])) ||
+    a.target[1] - b.target[1] || a.source[1] - b.source[1] || compareCoords(a.shape, b.shape);
 }
 
-function compareInGroup(a: TransferSegmentDict, b: TransferSegmentDict): number {
-  return a.target[1] - b.target[1] || a.source[1] - b.source[1] || compareCoords(a.shape, b.shape);
+function sameGroup(a: TransferSegmentDict, b: TransferSegmentDict): boolean {
+  return a.source[0] === b.source[0] && a.target[0] === b.target[0] &&
+    a.shape.length === b.shape.length &&
+    (a.source[2] === b.source[2] || compareCoords(a.source[2], b.source[2]) === 0) &&
+    (a.target[2] === b.target[2] || compareCoords(a.target[2], b.target[2]) === 0);
 }
 
 /** Multimap from an address to indices of kept segments (one index, or a list on collision). */
@@ -648,121 +651,158 @@ function joinOf(
   return -1;
 }
 
+/** Groups up to this size are merged by DeepSpeed's own first-fit scan: cheaper than indexing. */
+const SCAN_GROUP = 16;
+
 /** {@link coalesceSegments} on segments the caller gives up: shapes and offsets change in place. */
 function coalesceOwned(
   segments: TransferSegmentDict[],
   budget: PlanBudget,
 ): TransferSegmentDict[] {
-  const byRanks = new Map<number, Map<number, MergeGroup[]>>();
-  const groups: MergeGroup[] = [];
-  for (const s of segments) {
-    let inner = byRanks.get(s.source[0]);
-    if (inner === undefined) byRanks.set(s.source[0], inner = new Map());
-    let list = inner.get(s.target[0]);
-    if (list === undefined) inner.set(s.target[0], list = []);
-    let group: MergeGroup | undefined;
-    for (const g of list) {
-      if (
-        g.nd === s.shape.length && compareCoords(g.sourceStrides, s.source[2]) === 0 &&
-        compareCoords(g.targetStrides, s.target[2]) === 0
-      ) {
-        group = g;
-        break;
-      }
-    }
-    if (group === undefined) {
-      group = {
-        sourceStrides: s.source[2],
-        targetStrides: s.target[2],
-        nd: s.shape.length,
-        items: [],
-      };
-      list.push(group);
-      groups.push(group);
-    }
-    group.items.push(s);
-  }
+  // One sort puts every group together, each already in DeepSpeed's order.
+  segments.sort(compareForMerge);
   const out: TransferSegmentDict[] = [];
   const checks = { count: 0 };
-  const starts: AddressIndex = new Map();
-  const ends: AddressIndex[] = [];
-  for (const group of groups) {
-    let live = group.items;
-    if (live.length > 1) {
-      live.sort(compareInGroup);
-      while (ends.length < group.nd) ends.push(new Map());
-      for (let pass = 0; pass < budget.maxMergePasses; pass++) {
-        const kept = mergePass(live, group, starts, ends, budget, checks);
-        const joined = kept.length < live.length;
-        live = kept;
-        if (!joined) break;
-      }
+  let index: MergeIndex | null = null;
+  for (let start = 0; start < segments.length;) {
+    let end = start + 1;
+    while (end < segments.length && sameGroup(segments[start], segments[end])) end++;
+    if (end - start === 1) {
+      out.push(segments[start]);
+      start = end;
+      continue;
+    }
+    let live = segments.slice(start, end);
+    const ss = live[0].source[2], ts = live[0].target[2];
+    for (let pass = 0; pass < budget.maxMergePasses; pass++) {
+      const kept = live.length <= SCAN_GROUP
+        ? scanPass(live, ss, ts, budget, checks)
+        : indexedPass(live, ss, ts, index ??= new MergeIndex(), budget, checks);
+      const joined = kept.length < live.length;
+      live = kept;
+      if (!joined) break;
     }
     for (const s of live) out.push(s);
+    start = end;
   }
   return out.sort(compareSegments);
 }
 
-/** One DeepSpeed `_coalesce` pass over a group: returns the kept segments in kept order. */
-function mergePass(
+function countCheck(budget: PlanBudget, checks: { count: number }): void {
+  if (++checks.count > budget.maxMergeChecks) {
+    throw new PlanBudgetError(`merge checks exceed maxMergeChecks ${budget.maxMergeChecks}`);
+  }
+}
+
+/** Applies DeepSpeed's join `how` ({@link joinOf}) of `next` into `kept`, in place. */
+function join(kept: TransferSegmentDict, next: TransferSegmentDict, how: number): void {
+  if ((how & 1) === 1) {
+    kept.source[1] = next.source[1];
+    kept.target[1] = next.target[1];
+  }
+  kept.shape[how >> 1] += next.shape[how >> 1];
+}
+
+/** One DeepSpeed `_coalesce` pass, as DeepSpeed runs it: each segment against every kept one. */
+function scanPass(
   input: readonly TransferSegmentDict[],
-  group: MergeGroup,
-  starts: AddressIndex,
-  ends: AddressIndex[],
+  ss: readonly number[],
+  ts: readonly number[],
   budget: PlanBudget,
   checks: { count: number },
 ): TransferSegmentDict[] {
-  const { nd, sourceStrides: ss, targetStrides: ts } = group;
-  starts.clear();
-  for (let a = 0; a < nd; a++) ends[a].clear();
   const kept: TransferSegmentDict[] = [];
-  const add = (i: number) => {
-    const s = kept[i];
-    indexAdd(starts, s.target[1], i);
-    for (let a = 0; a < nd; a++) indexAdd(ends[a], s.target[1] + s.shape[a] * ts[a], i);
-  };
-  const remove = (i: number) => {
-    const s = kept[i];
-    indexRemove(starts, s.target[1], i);
-    for (let a = 0; a < nd; a++) indexRemove(ends[a], s.target[1] + s.shape[a] * ts[a], i);
+  for (const next of input) {
+    let joined = false;
+    for (let k = 0; k < kept.length; k++) {
+      countCheck(budget, checks);
+      const how = joinOf(kept[k], next, ss, ts);
+      if (how >= 0) {
+        join(kept[k], next, how);
+        joined = true;
+        break;
+      }
+    }
+    if (!joined) kept.push(next);
+  }
+  return kept;
+}
+
+/** Kept segments by the target address they start at and, per axis, the one they end at. */
+class MergeIndex {
+  starts: AddressIndex = new Map();
+  ends: AddressIndex[] = [];
+
+  reset(nd: number): void {
+    this.starts.clear();
+    while (this.ends.length < nd) this.ends.push(new Map());
+    for (const m of this.ends) m.clear();
+  }
+
+  add(s: TransferSegmentDict, i: number, ts: readonly number[]): void {
+    indexAdd(this.starts, s.target[1], i);
+    for (let a = 0; a < s.shape.length; a++) {
+      indexAdd(this.ends[a], s.target[1] + s.shape[a] * ts[a], i);
+    }
+  }
+
+  remove(s: TransferSegmentDict, i: number, ts: readonly number[]): void {
+    indexRemove(this.starts, s.target[1], i);
+    for (let a = 0; a < s.shape.length; a++) {
+      indexRemove(this.ends[a], s.target[1] + s.shape[a] * ts[a], i);
+    }
+  }
+}
+
+/**
+ * One DeepSpeed `_coalesce` pass with candidates looked up by address: a kept segment can join
+ * the next one only if it ends where the next starts on some axis, or starts where the next ends.
+ * The lowest such kept index that DeepSpeed's `_merge` accepts is the one its scan would find.
+ */
+function indexedPass(
+  input: readonly TransferSegmentDict[],
+  ss: readonly number[],
+  ts: readonly number[],
+  index: MergeIndex,
+  budget: PlanBudget,
+  checks: { count: number },
+): TransferSegmentDict[] {
+  const nd = input[0].shape.length;
+  index.reset(nd);
+  const kept: TransferSegmentDict[] = [];
+  let best = -1, how = -1;
+  const consider = (next: TransferSegmentDict, entry: number | number[] | undefined) => {
+    if (entry === undefined) return;
+    const list = typeof entry === "number" ? null : entry;
+    const n = list === null ? 1 : list.length;
+    for (let k = 0; k < n; k++) {
+      const i = list === null ? entry as number : list[k];
+      if (best !== -1 && i >= best) continue;
+      countCheck(budget, checks);
+      const j = joinOf(kept[i], next, ss, ts);
+      if (j >= 0) {
+        best = i;
+        how = j;
+      }
+    }
   };
   for (const next of input) {
-    let best = -1, how = -1;
-    const consider = (entry: number | number[] | undefined) => {
-      if (entry === undefined) return;
-      if (typeof entry === "number") {
-        if (best !== -1 && entry >= best) return;
-        if (++checks.count > budget.maxMergeChecks) {
-          throw new PlanBudgetError(`merge checks exceed maxMergeChecks ${budget.maxMergeChecks}`);
-        }
-        const j = joinOf(kept[entry], next, ss, ts);
-        if (j >= 0) {
-          best = entry;
-          how = j;
-        }
-        return;
-      }
-      for (const e of entry) consider(e);
-    };
+    best = -1;
+    how = -1;
     const t = next.target[1];
     for (let a = 0; a < nd; a++) {
-      consider(ends[a].get(t));
-      consider(starts.get(t + next.shape[a] * ts[a]));
+      consider(next, index.ends[a].get(t));
+      consider(next, index.starts.get(t + next.shape[a] * ts[a]));
     }
     if (best === -1) {
       kept.push(next);
-      add(kept.length - 1);
+      index.add(next, kept.length - 1, ts);
       continue;
     }
     const into = kept[best];
-    remove(best);
-    const axis = how >> 1;
-    if ((how & 1) === 1) {
-      into.source[1] = next.source[1];
-      into.target[1] = next.target[1];
-    }
-    into.shape[axis] += next.shape[axis];
-    add(best);
+    index.remove(into, best, ts);
+    join(into, next, how);
+    index.add(into, best, ts);
   }
   return kept;
 }

@@ -240,8 +240,9 @@ export function normalizeMapRegions(
     byRank.push(held);
   }
   shardsTile(byRank, side, budget);
-  const regions = regionsOf(frames);
-  const overlappingRegions = validateHolders(frames, regions, side);
+  const regionOf = new Int32Array(frames.length);
+  const regions = regionsOf(frames, regionOf);
+  const overlappingRegions = validateHolders(frames, regions, regionOf, side);
   let coveredVolume = 0;
   // With homogeneous holders, the elements held by exactly the ranks L are tiled by the pieces of
   // rank min(L) declaring L, so each such class is counted once, through its lowest holder.
@@ -327,9 +328,7 @@ function frameOf(
   for (let i = 0; i < nd; i++) {
     if (localOrigin[i] + extent[i] > shardShape[i]) {
       throw new InvalidMapError(
-        `${where()}: writes ${boxToString(local)}, outside the ${
-          JSON.stringify(shardShape)
-        } shard`,
+        `${where()}: writes ${boxToString(local)}, outside the ${JSON.stringify(shardShape)} shard`,
       );
     }
   }
@@ -381,7 +380,7 @@ function shardsTile(byRank: readonly MapFrame[][], side: string, budget: PlanBud
         `${side}: rank ${rank} holds ${held.length} pieces, over the budget for address checks`,
       );
     }
-    const overlap = firstOverlap(held.map((f) => f.local));
+    const overlap = held.length < 2 ? null : firstOverlap(held.map((f) => f.local));
     if (overlap) {
       throw new InvalidMapError(
         `${side}: rank ${rank} pieces ${boxToString(held[overlap[0]].box)} and ${
@@ -404,12 +403,25 @@ function compareBoxes(a: Box, b: Box): number {
   return compareCoords(a.origin, b.origin) || compareCoords(a.extent, b.extent);
 }
 
-/** Groups frames by identical box: regions sorted by (origin, extent), frames by rank. */
-function regionsOf(frames: readonly MapFrame[]): MapRegion[] {
-  const order = frames.map((_, i) => i);
-  order.sort((i, j) =>
-    compareBoxes(frames[i].box, frames[j].box) || frames[i].rank - frames[j].rank || i - j
-  );
+/**
+ * Groups frames by identical box: regions sorted by (origin, extent), frames by rank. Fills
+ * `regionOf[i]` with the region of `frames[i]`.
+ */
+function regionsOf(frames: readonly MapFrame[], regionOf: Int32Array): MapRegion[] {
+  const order = new Int32Array(frames.length);
+  let sorted = true;
+  for (let i = 0; i < order.length; i++) {
+    order[i] = i;
+    if (sorted && i > 0) {
+      const c = compareBoxes(frames[i - 1].box, frames[i].box);
+      if (c > 0 || (c === 0 && frames[i - 1].rank > frames[i].rank)) sorted = false;
+    }
+  }
+  if (!sorted) {
+    order.sort((i, j) =>
+      compareBoxes(frames[i].box, frames[j].box) || frames[i].rank - frames[j].rank || i - j
+    );
+  }
   const regions: MapRegion[] = [];
   let last: MapRegion | null = null;
   for (const i of order) {
@@ -419,6 +431,7 @@ function regionsOf(frames: readonly MapFrame[]): MapRegion[] {
       last = { box: f.box, frames: [f] };
       regions.push(last);
     }
+    regionOf[i] = regions.length - 1;
   }
   return regions;
 }
@@ -439,6 +452,7 @@ function sameSequence(a: readonly number[], b: readonly number[]): boolean {
 function validateHolders(
   frames: readonly MapFrame[],
   regions: readonly MapRegion[],
+  regionOf: Int32Array,
   side: string,
 ): [number, number] | null {
   const overlapping = (rank: number, a: Box, b: Box) =>
@@ -446,12 +460,10 @@ function validateHolders(
       `${side}: rank ${rank} holds overlapping logical pieces ${boxToString(a)} and ` +
         boxToString(b),
     );
-  const regionOf = new Map<MapFrame, number>();
   for (let r = 0; r < regions.length; r++) {
     const held = regions[r].frames;
-    for (let k = 0; k < held.length; k++) {
-      regionOf.set(held[k], r);
-      if (k > 0 && held[k].rank === held[k - 1].rank) {
+    for (let k = 1; k < held.length; k++) {
+      if (held[k].rank === held[k - 1].rank) {
         throw overlapping(held[k].rank, held[k].box, held[k].box);
       }
     }
@@ -475,7 +487,9 @@ function validateHolders(
     };
     if (boxes.length <= SMALL) {
       for (let i = 0; i < boxes.length; i++) {
-        for (let j = i + 1; j < boxes.length; j++) if (boxesOverlap(boxes[i], boxes[j])) visit(i, j);
+        for (let j = i + 1; j < boxes.length; j++) {
+          if (boxesOverlap(boxes[i], boxes[j])) visit(i, j);
+        }
       }
     } else forEachOverlap(boxes, sweepAxis(boxes), visit);
   }
@@ -501,8 +515,9 @@ function validateHolders(
   };
   const ranksOf = (r: number) => regions[r].frames.map((f) => f.rank);
   const coverage = new Map<number, Map<number, number>>();
-  for (const frame of frames) {
-    const r = regionOf.get(frame)!;
+  for (let fi = 0; fi < frames.length; fi++) {
+    const frame = frames[fi];
+    const r = regionOf[fi];
     const list = near?.get(r);
     const own = regions[r].frames;
     if (list === undefined) {
