@@ -1,7 +1,6 @@
 import { equal, ok } from "node:assert/strict";
 import { randInt, randomMap, randomShape, rng } from "./_test_support.ts";
 import { extract, numelOf } from "./map.ts";
-import type { ParamAffineMap } from "./map.ts";
 import { planTransfers } from "./plan.ts";
 import type { MapPair, ReplicaAnswer, ReplicaPolicy, ReplicaRequest } from "./plan.ts";
 import { buildPlanFile } from "./plan_file.ts";
