@@ -15,7 +15,7 @@ export interface Box {
 /** Number of elements in a box (1 for a 0-d box). */
 export function boxVolume(box: Box): number {
   let v = 1;
-  for (const e of box.extent) v *= e;
+  for (let i = 0; i < box.extent.length; i++) v *= box.extent[i];
   return v;
 }
 
@@ -115,23 +115,36 @@ export function boxSubtract(region: Box, cut: Box): Box[] {
 // Sweeps: pairs of overlapping boxes without all-pairs checks
 
 /**
- * The axis a sweep should run along: the one on which `boxes` start at the most distinct
- * coordinates (ties to the lowest axis), so boxes overlapping on it rarely miss on another.
- * -1 for 0-d boxes.
+ * The axis a sweep should run along: the one on which boxes are shortest relative to the span
+ * they occupy together (ties to the lowest axis), since a sweep compares the pairs that overlap on
+ * its axis and those are about `n² · mean extent / span` of them. -1 for 0-d boxes. Linear, no
+ * allocation.
  */
-export function sweepAxis(...groups: readonly (readonly Box[])[]): number {
-  const nd = groups.find((g) => g.length > 0)?.[0].origin.length ?? 0;
-  let best = -1, bestCount = -1;
-  const seen = new Set<number>();
+export function sweepAxis(boxes: readonly Box[], more: readonly Box[] = []): number {
+  const nd = boxes.length > 0
+    ? boxes[0].origin.length
+    : more.length > 0
+    ? more[0].origin.length
+    : 0;
+  let best = -1, bestScore = Infinity;
   for (let axis = 0; axis < nd; axis++) {
-    seen.clear();
-    for (const g of groups) for (const b of g) seen.add(b.origin[axis]);
-    if (seen.size > bestCount) {
+    let low = Infinity, high = -Infinity, sum = 0;
+    for (let g = 0; g < 2; g++) {
+      const list = g === 0 ? boxes : more;
+      for (let i = 0; i < list.length; i++) {
+        const o = list[i].origin[axis], e = list[i].extent[axis];
+        if (o < low) low = o;
+        if (o + e > high) high = o + e;
+        sum += e;
+      }
+    }
+    const score = high > low ? sum / (high - low) : Infinity;
+    if (score < bestScore) {
       best = axis;
-      bestCount = seen.size;
+      bestScore = score;
     }
   }
-  return best;
+  return best === -1 && nd > 0 ? 0 : best;
 }
 
 /** Indices of `boxes` sorted by origin on `axis` (then by index: stable). */

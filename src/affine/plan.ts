@@ -305,7 +305,7 @@ function prepare(
   const tgt = normalizeMapRegions(target, `${name}: target`, budget);
   const targets = tgt.frames;
   let sourceVolume = 0;
-  for (const r of regions) sourceVolume += numelOf(r.box.extent);
+  for (let i = 0; i < regions.length; i++) sourceVolume += numelOf(regions[i].box.extent);
   if (sourceVolume !== full) {
     throw new InvalidMapError(
       `${name}: source pieces cover ${sourceVolume} of its ${full} logical elements`,
@@ -412,7 +412,7 @@ interface ResolvedPart {
 
 function holderAt(holders: readonly MapFrame[], location: unknown): MapFrame | undefined {
   if (!isLocation(location)) return undefined;
-  for (const h of holders) if (h.rank === location) return h;
+  for (let i = 0; i < holders.length; i++) if (holders[i].rank === location) return holders[i];
   return undefined;
 }
 
@@ -431,27 +431,32 @@ function resolveAnswer(
   minSplitBytes: number,
   elementSize: number,
 ): MapFrame | ResolvedPart[] {
-  const where = () => describe(pending.request, index);
   if (typeof answer === "number") {
     const holder = holderAt(pending.holders, answer);
     if (holder === undefined) {
       throw new InvalidReplicaPolicyError(
-        `${where()}: location ${answer} is not a validated holder [${holderList(pending.holders)}]`,
+        `${describe(pending.request, index)}: location ${answer} is not a validated holder [${
+          holderList(pending.holders)
+        }]`,
       );
     }
     return holder;
   }
   if (!Array.isArray(answer)) {
     throw new InvalidReplicaPolicyError(
-      `${where()}: answer ${JSON.stringify(answer) ?? String(answer)} is neither a holder ` +
+      `${describe(pending.request, index)}: answer ${
+        JSON.stringify(answer) ?? String(answer)
+      } is neither a holder ` +
         "location nor a list of parts",
     );
   }
-  if (answer.length === 0) throw new InvalidReplicaPolicyError(`${where()}: answer has no parts`);
+  if (answer.length === 0) {
+    throw new InvalidReplicaPolicyError(`${describe(pending.request, index)}: answer has no parts`);
+  }
   const region = pending.shared;
   const nd = region.origin.length;
   const parts: ResolvedPart[] = answer.map((raw, p) => {
-    const at = `${where()} part ${p}`;
+    const at = `${describe(pending.request, index)} part ${p}`;
     if (typeof raw !== "object" || raw === null) {
       throw new InvalidReplicaPolicyError(`${at}: ${String(raw)} is not a part`);
     }
@@ -483,7 +488,9 @@ function resolveAnswer(
   });
   if (nd === 0) {
     if (parts.length !== 1) {
-      throw new InvalidReplicaPolicyError(`${where()}: a scalar region cannot be split`);
+      throw new InvalidReplicaPolicyError(
+        `${describe(pending.request, index)}: a scalar region cannot be split`,
+      );
     }
     return parts;
   }
@@ -494,23 +501,27 @@ function resolveAnswer(
     const start = part.box.origin[0], stop = start + part.box.extent[0];
     if (start < region.origin[0] || stop > end) {
       throw new InvalidReplicaPolicyError(
-        `${where()}: part rows [${start}, ${stop}) fall outside the region rows ` +
+        `${
+          describe(pending.request, index)
+        }: part rows [${start}, ${stop}) fall outside the region rows ` +
           `[${region.origin[0]}, ${end})`,
       );
     }
     if (start > cursor) {
       throw new InvalidReplicaPolicyError(
-        `${where()}: rows [${cursor}, ${start}) have no part (gap)`,
+        `${describe(pending.request, index)}: rows [${cursor}, ${start}) have no part (gap)`,
       );
     }
     if (start < cursor) {
-      throw new InvalidReplicaPolicyError(`${where()}: parts overlap at row ${start}`);
+      throw new InvalidReplicaPolicyError(
+        `${describe(pending.request, index)}: parts overlap at row ${start}`,
+      );
     }
     cursor = stop;
   }
   if (cursor !== end) {
     throw new InvalidReplicaPolicyError(
-      `${where()}: rows [${cursor}, ${end}) have no part (gap)`,
+      `${describe(pending.request, index)}: rows [${cursor}, ${end}) have no part (gap)`,
     );
   }
   if (minSplitBytes > 0 && sorted.length > 1) {
@@ -518,7 +529,9 @@ function resolveAnswer(
       const bytes = numelOf(part.box.extent) * elementSize;
       if (bytes < minSplitBytes) {
         throw new InvalidReplicaPolicyError(
-          `${where()}: part at row ${part.box.origin[0]} is ${bytes} bytes, under minSplitBytes ` +
+          `${describe(pending.request, index)}: part at row ${
+            part.box.origin[0]
+          } is ${bytes} bytes, under minSplitBytes ` +
             `${minSplitBytes}`,
         );
       }
@@ -682,7 +695,7 @@ function coalesceOwned(
       live = kept;
       if (!joined) break;
     }
-    for (const s of live) out.push(s);
+    for (let k = 0; k < live.length; k++) out.push(live[k]);
     start = end;
   }
   return out.sort(compareSegments);
@@ -809,14 +822,15 @@ function indexedPass(
 
 function decimalLength(n: number): number {
   if (n < 0) return 1 + decimalLength(-n);
-  let digits = 1;
-  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
-  return digits;
+  if (n < 1e4) return n < 10 ? 1 : n < 100 ? 2 : n < 1e3 ? 3 : 4;
+  if (n < 1e8) return n < 1e5 ? 5 : n < 1e6 ? 6 : n < 1e7 ? 7 : 8;
+  if (n < 1e12) return n < 1e9 ? 9 : n < 1e10 ? 10 : n < 1e11 ? 11 : 12;
+  return String(n).length;
 }
 
 function listLength(values: readonly number[]): number {
   let n = 2 + Math.max(0, values.length - 1);
-  for (const v of values) n += decimalLength(v);
+  for (let i = 0; i < values.length; i++) n += decimalLength(values[i]);
   return n;
 }
 
@@ -829,7 +843,8 @@ export function planBytesOf(segments: readonly TransferSegmentDict[]): number {
   // `{"shape":` + `,"source":[` + `,` + `,` + `]` + `,"target":[` + `,` + `,` + `]` + `}`.
   const fixed = 9 + 11 + 1 + 1 + 1 + 11 + 1 + 1 + 1 + 1;
   let n = 2 + Math.max(0, segments.length - 1);
-  for (const s of segments) {
+  for (let i = 0; i < segments.length; i++) {
+    const s = segments[i];
     n += fixed + listLength(s.shape) +
       decimalLength(s.source[0]) + decimalLength(s.source[1]) + listLength(s.source[2]) +
       decimalLength(s.target[0]) + decimalLength(s.target[1]) + listLength(s.target[2]);
@@ -880,14 +895,15 @@ export function planTransfers(
     prepare(name, pair, i, options, budget, sourceProcesses, targetProcesses)
   );
   let total = 0;
-  for (const p of prepared) total += p.pending.length;
+  for (let i = 0; i < prepared.length; i++) total += prepared[i].pending.length;
   const all: PendingRequest[] = new Array(total);
   const requests: ReplicaRequest[] = new Array(total);
   let at = 0;
-  for (const p of prepared) {
-    for (const pending of p.pending) {
-      all[at] = pending;
-      requests[at++] = pending.request;
+  for (let i = 0; i < prepared.length; i++) {
+    const list = prepared[i].pending;
+    for (let k = 0; k < list.length; k++) {
+      all[at] = list[k];
+      requests[at++] = list[k].request;
     }
   }
   const policy = options.policy ?? localFirstLeastLoaded;
@@ -954,7 +970,7 @@ export function planTransfers(
       );
     }
     let movedElements = 0;
-    for (const seg of segments) movedElements += numelOf(seg.shape);
+    for (let k = 0; k < segments.length; k++) movedElements += numelOf(segments[k].shape);
     parameters.set(p.name, {
       name: p.name,
       logicalShape: p.logicalShape,

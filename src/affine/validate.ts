@@ -109,13 +109,13 @@ function coordinateOf(
   strides: readonly number[],
   shape: readonly number[],
 ): number[] | null {
-  const out: number[] = [];
+  const out: number[] = new Array(shape.length);
   let rest = offset;
   for (let i = 0; i < shape.length; i++) {
     if (strides[i] === 0) return null;
     const c = Math.floor(rest / strides[i]);
     if (c >= shape[i]) return null;
-    out.push(c);
+    out[i] = c;
     rest -= c * strides[i];
   }
   return rest === 0 ? out : null;
@@ -184,15 +184,16 @@ export function normalizeMapRegions(
     throw new UnsupportedLayoutError(`${side}: ${nd} axes exceeds maxNdim ${budget.maxNdim}`);
   }
   let pieceCount = 0;
-  for (const [rank, shard] of map.ranks) {
+  map.ranks.forEach((shard, rank) => {
     if (shard.shardShape.length !== nd) {
       throw new UnsupportedLayoutError(
         `${side}: rank ${rank} shard has ${shard.shardShape.length} axes, the parameter ${nd}, ` +
           "so no axis correspondence exists to plan against",
       );
     }
-    for (const piece of shard.pieces) if (numelOf(piece.shape) > 0) pieceCount++;
-  }
+    const pieces = shard.pieces;
+    for (let i = 0; i < pieces.length; i++) if (numelOf(pieces[i].shape) > 0) pieceCount++;
+  });
   // DeepSpeed counts the pieces it plans with: the non-empty ones.
   if (pieceCount > budget.maxPiecesPerMap) {
     throw new PlanBudgetError(
@@ -202,10 +203,11 @@ export function normalizeMapRegions(
   const logicalStrides = rowMajorStrides(logicalShape);
   const frames: MapFrame[] = [];
   const byRank: MapFrame[][] = [];
-  for (const [rank, shard] of map.ranks) {
+  map.ranks.forEach((shard, rank) => {
     const shardNumel = numelOf(shard.shardShape);
     let nonEmpty = 0;
-    for (const p of shard.pieces) if (numelOf(p.shape) > 0) nonEmpty++;
+    const pieces = shard.pieces;
+    for (let i = 0; i < pieces.length; i++) if (numelOf(pieces[i].shape) > 0) nonEmpty++;
     if (shardNumel > 0 && nonEmpty === 0) {
       throw new InvalidMapError(
         `${side}: rank ${rank} declares a nonempty shard but has no pieces`,
@@ -217,13 +219,13 @@ export function normalizeMapRegions(
           `${side}: rank ${rank} declares an empty shard and holds a piece`,
         );
       }
-      continue;
+      return;
     }
     const shardStrides = rowMajorStrides(shard.shardShape);
     const held: MapFrame[] = [];
-    for (let index = 0; index < shard.pieces.length; index++) {
+    for (let index = 0; index < pieces.length; index++) {
       const frame = frameOf(
-        shard.pieces[index],
+        pieces[index],
         rank,
         index,
         side,
@@ -238,7 +240,7 @@ export function normalizeMapRegions(
       held.push(frame);
     }
     byRank.push(held);
-  }
+  });
   shardsTile(byRank, side, budget);
   const regionOf = new Int32Array(frames.length);
   const regions = regionsOf(frames, regionOf);
@@ -246,7 +248,10 @@ export function normalizeMapRegions(
   let coveredVolume = 0;
   // With homogeneous holders, the elements held by exactly the ranks L are tiled by the pieces of
   // rank min(L) declaring L, so each such class is counted once, through its lowest holder.
-  for (const f of frames) if (f.rank === f.locations[0]) coveredVolume += numelOf(f.box.extent);
+  for (let i = 0; i < frames.length; i++) {
+    const f = frames[i];
+    if (f.rank === f.locations[0]) coveredVolume += numelOf(f.box.extent);
+  }
   return { frames, regions, overlappingRegions, coveredVolume };
 }
 
@@ -263,39 +268,50 @@ function frameOf(
   shardNumel: number,
 ): MapFrame | null {
   const nd = logicalShape.length;
-  const where = () => pieceName(side, rank, index);
   if (piece.shape.length !== nd) {
     throw new InvalidMapError(
-      `${where()}: spans ${piece.shape.length} axes of a ${nd}-axis parameter`,
+      `${pieceName(side, rank, index)}: spans ${piece.shape.length} axes of a ${nd}-axis parameter`,
     );
   }
   let numel = 1;
-  for (const s of piece.shape) {
-    if (s < 0) throw new InvalidMapError(`${where()}: negative extent`);
-    numel *= s;
+  for (let i = 0; i < nd; i++) {
+    if (piece.shape[i] < 0) {
+      throw new InvalidMapError(`${pieceName(side, rank, index)}: negative extent`);
+    }
+    numel *= piece.shape[i];
   }
-  if (piece.locations.length === 0) throw new InvalidMapError(`${where()}: names no holder`);
+  if (piece.locations.length === 0) {
+    throw new InvalidMapError(`${pieceName(side, rank, index)}: names no holder`);
+  }
   if (piece.scale !== 1) {
     throw new UnsupportedLayoutError(
-      `${where()}: scale ${piece.scale}, which would leave a resumed optimizer in the source ` +
+      `${
+        pieceName(side, rank, index)
+      }: scale ${piece.scale}, which would leave a resumed optimizer in the source ` +
         "coordinate",
     );
   }
   if (piece.sourceStrides.length !== nd || piece.destStrides.length !== nd) {
-    throw new InvalidMapError(`${where()}: stride vector length must match the piece rank`);
+    throw new InvalidMapError(
+      `${pieceName(side, rank, index)}: stride vector length must match the piece rank`,
+    );
   }
   // Builders give a piece a rank does not hold its running offset, possibly one past the end.
   if (numel === 0) return null;
   for (let axis = 0; axis < nd; axis++) {
     if (piece.shape[axis] > 1 && piece.sourceStrides[axis] !== logicalStrides[axis]) {
       throw new UnsupportedLayoutError(
-        `${where()}: source axis ${axis} strides ${piece.sourceStrides[axis]}, expected ` +
+        `${pieceName(side, rank, index)}: source axis ${axis} strides ${
+          piece.sourceStrides[axis]
+        }, expected ` +
           `${logicalStrides[axis]}`,
       );
     }
     if (piece.shape[axis] > 1 && piece.destStrides[axis] !== shardStrides[axis]) {
       throw new UnsupportedLayoutError(
-        `${where()}: dest axis ${axis} strides ${piece.destStrides[axis]}, expected ` +
+        `${pieceName(side, rank, index)}: dest axis ${axis} strides ${
+          piece.destStrides[axis]
+        }, expected ` +
           `${shardStrides[axis]}`,
       );
     }
@@ -303,7 +319,9 @@ function frameOf(
   const origin = coordinateOf(piece.sourceOffset, logicalStrides, logicalShape);
   if (origin === null) {
     throw new InvalidMapError(
-      `${where()}: source offset ${piece.sourceOffset} is not a coordinate of a ` +
+      `${
+        pieceName(side, rank, index)
+      }: source offset ${piece.sourceOffset} is not a coordinate of a ` +
         `${JSON.stringify(logicalShape)} tensor`,
     );
   }
@@ -312,7 +330,9 @@ function frameOf(
   for (let i = 0; i < nd; i++) {
     if (origin[i] + extent[i] > logicalShape[i]) {
       throw new InvalidMapError(
-        `${where()}: covers ${boxToString(box)}, outside the logical parameter of ` +
+        `${pieceName(side, rank, index)}: covers ${
+          boxToString(box)
+        }, outside the logical parameter of ` +
           JSON.stringify(logicalShape),
       );
     }
@@ -320,7 +340,7 @@ function frameOf(
   const localOrigin = coordinateOf(piece.destOffset, shardStrides, shardShape);
   if (localOrigin === null) {
     throw new InvalidMapError(
-      `${where()}: dest offset ${piece.destOffset} is not a coordinate of a ` +
+      `${pieceName(side, rank, index)}: dest offset ${piece.destOffset} is not a coordinate of a ` +
         `${JSON.stringify(shardShape)} shard`,
     );
   }
@@ -328,7 +348,9 @@ function frameOf(
   for (let i = 0; i < nd; i++) {
     if (localOrigin[i] + extent[i] > shardShape[i]) {
       throw new InvalidMapError(
-        `${where()}: writes ${boxToString(local)}, outside the ${JSON.stringify(shardShape)} shard`,
+        `${pieceName(side, rank, index)}: writes ${boxToString(local)}, outside the ${
+          JSON.stringify(shardShape)
+        } shard`,
       );
     }
   }
@@ -389,7 +411,7 @@ function shardsTile(byRank: readonly MapFrame[][], side: string, budget: PlanBud
       );
     }
     let volume = 0;
-    for (const f of held) volume += numelOf(f.box.extent);
+    for (let i = 0; i < held.length; i++) volume += numelOf(held[i].box.extent);
     if (volume !== held[0].shardNumel) {
       throw new InvalidMapError(
         `${side}: rank ${rank} pieces account for ${volume} of its ${held[0].shardNumel} ` +
@@ -424,7 +446,8 @@ function regionsOf(frames: readonly MapFrame[], regionOf: Int32Array): MapRegion
   }
   const regions: MapRegion[] = [];
   let last: MapRegion | null = null;
-  for (const i of order) {
+  for (let k = 0; k < order.length; k++) {
+    const i = order[k];
     const f = frames[i];
     if (last !== null && compareBoxes(last.box, f.box) === 0) last.frames.push(f);
     else {
@@ -475,11 +498,12 @@ function validateHolders(
     const boxes = regions.map((r) => r.box);
     const visit = (i: number, j: number) => {
       neighbours ??= new Map();
-      for (const [a, b] of [[i, j], [j, i]]) {
-        const list = neighbours.get(a);
-        if (list) list.push(b);
-        else neighbours.set(a, [b]);
-      }
+      const li = neighbours.get(i);
+      if (li) li.push(j);
+      else neighbours.set(i, [j]);
+      const lj = neighbours.get(j);
+      if (lj) lj.push(i);
+      else neighbours.set(j, [i]);
       const pair: [number, number] = i < j ? [i, j] : [j, i];
       if (first === null || pair[0] < first[0] || (pair[0] === first[0] && pair[1] < first[1])) {
         first = pair;
