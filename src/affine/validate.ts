@@ -368,9 +368,24 @@ function frameOf(
 /** Below this many boxes, all pairs cost less than sorting for a sweep. */
 const SMALL = 8;
 
+/**
+ * Whether boxes, in the order given, each start on axis 0 at or after the end of every earlier
+ * one: then no two overlap, proven in one pass (the common case of packed shards and row splits).
+ */
+function separatedOnFirstAxis(boxes: readonly Box[]): boolean {
+  if (boxes.length === 0 || boxes[0].origin.length === 0) return boxes.length <= 1;
+  let end = -Infinity;
+  for (let i = 0; i < boxes.length; i++) {
+    const b = boxes[i];
+    if (b.origin[0] < end) return false;
+    end = b.origin[0] + b.extent[0];
+  }
+  return true;
+}
+
 /** The first pair of overlapping boxes (by sweep, or all pairs when few), or null. */
 function firstOverlap(boxes: readonly Box[]): [number, number] | null {
-  if (boxes.length < 2) return null;
+  if (boxes.length < 2 || separatedOnFirstAxis(boxes)) return null;
   if (boxes.length <= SMALL) {
     for (let i = 0; i < boxes.length; i++) {
       for (let j = i + 1; j < boxes.length; j++) {
@@ -402,7 +417,16 @@ function shardsTile(byRank: readonly MapFrame[][], side: string, budget: PlanBud
         `${side}: rank ${rank} holds ${held.length} pieces, over the budget for address checks`,
       );
     }
-    const overlap = held.length < 2 ? null : firstOverlap(held.map((f) => f.local));
+    let overlap: [number, number] | null = null;
+    if (held.length > 1) {
+      let end = -Infinity, separated = held[0].local.origin.length > 0;
+      for (let i = 0; separated && i < held.length; i++) {
+        const o = held[i].local.origin[0];
+        if (o < end) separated = false;
+        end = o + held[i].local.extent[0];
+      }
+      if (!separated) overlap = firstOverlap(held.map((f) => f.local));
+    }
     if (overlap) {
       throw new InvalidMapError(
         `${side}: rank ${rank} pieces ${boxToString(held[overlap[0]].box)} and ${
@@ -494,7 +518,17 @@ function validateHolders(
   // Neighbours: distinct regions sharing an element.
   let neighbours: Map<number, number[]> | null = null;
   let first: [number, number] | null = null;
-  if (regions.length > 1) {
+  // Regions come sorted by origin, so a single pass often proves them pairwise disjoint.
+  let separated = true;
+  for (let r = 1, end = -Infinity; separated && r < regions.length; r++) {
+    const a = regions[r - 1].box, b = regions[r].box;
+    if (a.origin.length === 0) separated = false;
+    else {
+      end = Math.max(end, a.origin[0] + a.extent[0]);
+      if (b.origin[0] < end) separated = false;
+    }
+  }
+  if (regions.length > 1 && !separated) {
     const boxes = regions.map((r) => r.box);
     const visit = (i: number, j: number) => {
       neighbours ??= new Map();
