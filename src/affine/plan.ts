@@ -27,7 +27,7 @@ import {
   UnsupportedLayoutError,
 } from "./errors.ts";
 import type { ParamAffineMap } from "./map.ts";
-import { numelOf } from "./map.ts";
+import { numelOf, rowMajorStrides } from "./map.ts";
 import { localFirstLeastLoaded, perRequest } from "./policies.ts";
 import { frameAddress, normalizeMapRegions, resolveBudget } from "./validate.ts";
 import type { MapFrame, MapRegion, PlanBudget } from "./validate.ts";
@@ -185,6 +185,8 @@ export function toProcessMap(mapping?: ProcessMapping): Map<number, number> | un
 /** A request as the planner keeps it: its own copy of the region, beyond a policy's reach. */
 interface PendingRequest {
   param: number;
+  /** Row-major address of the region's origin in `F`: orders origins as coordinates do. */
+  at: number;
   target: MapFrame;
   shared: Box;
   holders: readonly MapFrame[];
@@ -283,6 +285,7 @@ function prepare(
   checkProcesses(targetProcesses, target, "targetProcesses", name);
   const elementSize = elementSizeOf(options, name);
   const logicalShape = [...target.logicalShape];
+  const logicalStrides = rowMajorStrides(logicalShape);
   const full = numelOf(logicalShape);
   const src = normalizeMapRegions(source, `${name}: source`, budget);
   const regions = src.regions;
@@ -344,7 +347,9 @@ function prepare(
       holders: holderLists[s],
     };
     if (targetProcesses) request.targetProcess = targetProcesses.get(frame.rank);
-    pending.push({ param: index, target: frame, shared, holders: regions[s].frames, request });
+    let at = 0;
+    for (let k = 0; k < shared.origin.length; k++) at += shared.origin[k] * logicalStrides[k];
+    pending.push({ param: index, at, target: frame, shared, holders: regions[s].frames, request });
   });
   // Source regions are disjoint, so the parts are disjoint: they tile the target region
   // exactly when their volumes sum to it. A total over the whole plan would prove nothing.
@@ -358,9 +363,11 @@ function prepare(
     }
   }
   // A rank's target pieces are logically disjoint, so (rank, origin) orders requests totally.
-  pending.sort((a, b) =>
-    a.target.rank - b.target.rank || compareCoords(a.shared.origin, b.shared.origin)
-  );
+  const order = (a: PendingRequest, b: PendingRequest) =>
+    a.target.rank - b.target.rank || a.at - b.at;
+  let sorted = true;
+  for (let i = 1; sorted && i < pending.length; i++) sorted = order(pending[i - 1], pending[i]) < 0;
+  if (!sorted) pending.sort(order);
   return {
     name,
     logicalShape,

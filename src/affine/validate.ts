@@ -243,7 +243,14 @@ export function normalizeMapRegions(
   });
   shardsTile(byRank, side, budget);
   const regionOf = new Int32Array(frames.length);
-  const regions = regionsOf(frames, regionOf);
+  const address = new Float64Array(frames.length);
+  for (let i = 0; i < frames.length; i++) {
+    const o = frames[i].box.origin;
+    let a = 0;
+    for (let k = 0; k < o.length; k++) a += o[k] * logicalStrides[k];
+    address[i] = a;
+  }
+  const regions = regionsOf(frames, address, regionOf);
   const overlappingRegions = validateHolders(frames, regions, regionOf, side);
   let coveredVolume = 0;
   // With homogeneous holders, the elements held by exactly the ranks L are tiled by the pieces of
@@ -445,37 +452,40 @@ function shardsTile(byRank: readonly MapFrame[][], side: string, budget: PlanBud
   }
 }
 
-function compareBoxes(a: Box, b: Box): number {
-  return compareCoords(a.origin, b.origin) || compareCoords(a.extent, b.extent);
-}
-
 /**
  * Groups frames by identical box: regions sorted by (origin, extent), frames by rank. Fills
- * `regionOf[i]` with the region of `frames[i]`.
+ * `regionOf[i]` with the region of `frames[i]`. `address[i]` is the row-major address of frame
+ * `i`'s origin in `F`, which orders origins as the coordinates do, so the sort compares numbers.
  */
-function regionsOf(frames: readonly MapFrame[], regionOf: Int32Array): MapRegion[] {
-  const order = new Int32Array(frames.length);
+function regionsOf(
+  frames: readonly MapFrame[],
+  address: Float64Array,
+  regionOf: Int32Array,
+): MapRegion[] {
+  const n = frames.length;
+  const order = new Int32Array(n);
+  const cmp = (i: number, j: number) =>
+    address[i] - address[j] || compareCoords(frames[i].box.extent, frames[j].box.extent) ||
+    frames[i].rank - frames[j].rank || i - j;
   let sorted = true;
-  for (let i = 0; i < order.length; i++) {
+  for (let i = 0; i < n; i++) {
     order[i] = i;
-    if (sorted && i > 0) {
-      const c = compareBoxes(frames[i - 1].box, frames[i].box);
-      if (c > 0 || (c === 0 && frames[i - 1].rank > frames[i].rank)) sorted = false;
-    }
+    if (sorted && i > 0 && cmp(i - 1, i) > 0) sorted = false;
   }
-  if (!sorted) {
-    order.sort((i, j) =>
-      compareBoxes(frames[i].box, frames[j].box) || frames[i].rank - frames[j].rank || i - j
-    );
-  }
+  if (!sorted) order.sort(cmp);
   const regions: MapRegion[] = [];
   let last: MapRegion | null = null;
-  for (let k = 0; k < order.length; k++) {
+  let lastAt = -1;
+  for (let k = 0; k < n; k++) {
     const i = order[k];
     const f = frames[i];
-    if (last !== null && compareBoxes(last.box, f.box) === 0) last.frames.push(f);
+    if (
+      last !== null && address[i] === address[lastAt] &&
+      compareCoords(last.box.extent, f.box.extent) === 0
+    ) last.frames.push(f);
     else {
       last = { box: f.box, frames: [f] };
+      lastAt = i;
       regions.push(last);
     }
     regionOf[i] = regions.length - 1;
