@@ -674,38 +674,67 @@ function joinOf(
 /** Groups up to this size are merged by DeepSpeed's own first-fit scan: cheaper than indexing. */
 const SCAN_GROUP = 16;
 
+/** A key for the (source location, target location) pair of a segment. */
+function rankPairKey(s: TransferSegmentDict): number | string {
+  const a = s.source[0], b = s.target[0];
+  return a >= 0 && b >= 0 && a < 2 ** 26 && b < 2 ** 26 ? a * 2 ** 26 + b : `${a}|${b}`;
+}
+
 /** {@link coalesceSegments} on segments the caller gives up: shapes and offsets change in place. */
 function coalesceOwned(
   segments: TransferSegmentDict[],
   budget: PlanBudget,
 ): TransferSegmentDict[] {
-  // One sort puts every group together, each already in DeepSpeed's order.
-  segments.sort(compareForMerge);
-  const out: TransferSegmentDict[] = [];
-  const checks = { count: 0 };
-  let index: MergeIndex | null = null;
-  for (let start = 0; start < segments.length;) {
-    let end = start + 1;
-    while (end < segments.length && sameGroup(segments[start], segments[end])) end++;
-    if (end - start === 1) {
-      out.push(segments[start]);
-      start = end;
+  // Only location pairs with more than one segment can join: find them without sorting all.
+  const firstOf = new Map<number | string, number>();
+  let shared: Map<number | string, TransferSegmentDict[]> | null = null;
+  for (let i = 0; i < segments.length; i++) {
+    const key = rankPairKey(segments[i]);
+    const at = firstOf.get(key);
+    if (at === undefined) {
+      firstOf.set(key, i);
       continue;
     }
-    let live = segments.slice(start, end);
-    const ss = live[0].source[2], ts = live[0].target[2];
-    for (let pass = 0; pass < budget.maxMergePasses; pass++) {
-      const kept = live.length <= SCAN_GROUP
-        ? scanPass(live, ss, ts, budget, checks)
-        : indexedPass(live, ss, ts, index ??= new MergeIndex(), budget, checks);
-      const joined = kept.length < live.length;
-      live = kept;
-      if (!joined) break;
-    }
-    for (let k = 0; k < live.length; k++) out.push(live[k]);
-    start = end;
+    shared ??= new Map();
+    const list = shared.get(key);
+    if (list === undefined) shared.set(key, [segments[at], segments[i]]);
+    else list.push(segments[i]);
   }
-  return out.sort(compareSegments);
+  let alive = segments;
+  if (shared !== null) {
+    const dead = new Set<TransferSegmentDict>();
+    const checks = { count: 0 };
+    let index: MergeIndex | null = null;
+    for (const members of shared.values()) {
+      // DeepSpeed's groups (strides and axes too), each in DeepSpeed's order.
+      members.sort(compareForMerge);
+      for (let start = 0; start < members.length;) {
+        let end = start + 1;
+        while (end < members.length && sameGroup(members[start], members[end])) end++;
+        if (end - start === 1) {
+          start = end;
+          continue;
+        }
+        let live = members.slice(start, end);
+        const ss = live[0].source[2], ts = live[0].target[2];
+        for (let pass = 0; pass < budget.maxMergePasses; pass++) {
+          const kept = live.length <= SCAN_GROUP
+            ? scanPass(live, ss, ts, budget, checks, dead)
+            : indexedPass(live, ss, ts, index ??= new MergeIndex(), budget, checks, dead);
+          const joined = kept.length < live.length;
+          live = kept;
+          if (!joined) break;
+        }
+        start = end;
+      }
+    }
+    if (dead.size > 0) alive = segments.filter((s) => !dead.has(s));
+  }
+  // Joined segments stay where the first of them was; often the order is already final.
+  for (let i = 1; i < alive.length; i++) {
+    if (compareSegments(alive[i - 1], alive[i]) > 0) return alive.sort(compareSegments);
+  }
+  return alive;
 }
 
 function countCheck(budget: PlanBudget, checks: { count: number }): void {
@@ -730,6 +759,7 @@ function scanPass(
   ts: readonly number[],
   budget: PlanBudget,
   checks: { count: number },
+  dead: Set<TransferSegmentDict>,
 ): TransferSegmentDict[] {
   const kept: TransferSegmentDict[] = [];
   for (const next of input) {
@@ -739,6 +769,7 @@ function scanPass(
       const how = joinOf(kept[k], next, ss, ts);
       if (how >= 0) {
         join(kept[k], next, how);
+        dead.add(next);
         joined = true;
         break;
       }
@@ -786,6 +817,7 @@ function indexedPass(
   index: MergeIndex,
   budget: PlanBudget,
   checks: { count: number },
+  dead: Set<TransferSegmentDict>,
 ): TransferSegmentDict[] {
   const nd = input[0].shape.length;
   index.reset(nd);
@@ -822,6 +854,7 @@ function indexedPass(
     const into = kept[best];
     index.remove(into, best, ts);
     join(into, next, how);
+    dead.add(next);
     index.add(into, best, ts);
   }
   return kept;
