@@ -467,12 +467,28 @@ function regionsOf(
   const cmp = (i: number, j: number) =>
     address[i] - address[j] || compareCoords(frames[i].box.extent, frames[j].box.extent) ||
     frames[i].rank - frames[j].rank || i - j;
-  let sorted = true;
+  let sorted = true, maxAddress = 0;
   for (let i = 0; i < n; i++) {
     order[i] = i;
     if (sorted && i > 0 && cmp(i - 1, i) > 0) sorted = false;
+    if (address[i] > maxAddress) maxAddress = address[i];
   }
-  if (!sorted) order.sort(cmp);
+  if (!sorted) {
+    if ((maxAddress + 1) * n <= Number.MAX_SAFE_INTEGER) {
+      // A native numeric sort of (address, index) packed into one number, then the few runs
+      // of equal addresses (replicas, differently shaped boxes) by the full order.
+      const packed = new Float64Array(n);
+      for (let i = 0; i < n; i++) packed[i] = address[i] * n + i;
+      packed.sort();
+      for (let k = 0; k < n; k++) order[k] = packed[k] % n;
+      for (let k = 0; k < n;) {
+        let end = k + 1;
+        while (end < n && address[order[end]] === address[order[k]]) end++;
+        if (end - k > 1) order.subarray(k, end).sort(cmp);
+        k = end;
+      }
+    } else order.sort(cmp);
+  }
   const regions: MapRegion[] = [];
   let last: MapRegion | null = null;
   let lastAt = -1;
