@@ -332,7 +332,8 @@ function frameOf(
         `${JSON.stringify(logicalShape)} tensor`,
     );
   }
-  const extent = piece.shape.slice();
+  // Shared with the piece: the planner never writes a frame's extent.
+  const extent = piece.shape;
   const box: Box = { origin, extent };
   for (let i = 0; i < nd; i++) {
     if (origin[i] + extent[i] > logicalShape[i]) {
