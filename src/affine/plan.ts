@@ -674,10 +674,23 @@ function joinOf(
 /** Groups up to this size are merged by DeepSpeed's own first-fit scan: cheaper than indexing. */
 const SCAN_GROUP = 16;
 
-/** A key for the (source location, target location) pair of a segment. */
-function rankPairKey(s: TransferSegmentDict): number | string {
-  const a = s.source[0], b = s.target[0];
-  return a >= 0 && b >= 0 && a < 2 ** 26 && b < 2 ** 26 ? a * 2 ** 26 + b : `${a}|${b}`;
+/**
+ * Keys for the (source location, target location) pairs of segments: small integers when the
+ * locations allow (so a `Map` hashes them without boxing), strings otherwise.
+ */
+function rankPairKeys(
+  segments: readonly TransferSegmentDict[],
+): (s: TransferSegmentDict) => number | string {
+  let maxSource = 0, maxTarget = 0, small = true;
+  for (let i = 0; i < segments.length && small; i++) {
+    const a = segments[i].source[0], b = segments[i].target[0];
+    if (!(a >= 0 && b >= 0 && Number.isInteger(a) && Number.isInteger(b))) small = false;
+    if (a > maxSource) maxSource = a;
+    if (b > maxTarget) maxTarget = b;
+  }
+  const width = maxTarget + 1;
+  if (small && (maxSource + 1) * width < 2 ** 30) return (s) => s.source[0] * width + s.target[0];
+  return (s) => `${s.source[0]}|${s.target[0]}`;
 }
 
 /** {@link coalesceSegments} on segments the caller gives up: shapes and offsets change in place. */
@@ -688,6 +701,7 @@ function coalesceOwned(
   // Only location pairs with more than one segment can join: find them without sorting all.
   const firstOf = new Map<number | string, number>();
   let shared: Map<number | string, TransferSegmentDict[]> | null = null;
+  const rankPairKey = rankPairKeys(segments);
   for (let i = 0; i < segments.length; i++) {
     const key = rankPairKey(segments[i]);
     const at = firstOf.get(key);
