@@ -182,15 +182,23 @@ export function toProcessMap(mapping?: ProcessMapping): Map<number, number> | un
   return out;
 }
 
-/** A request as the planner keeps it: its own copy of the region, beyond a policy's reach. */
+/**
+ * A request as the planner keeps it: the target frame and source region it intersects, from
+ * which the region is recomputed when needed, beyond a policy's reach.
+ */
 interface PendingRequest {
   param: number;
   /** Row-major address of the region's origin in `F`: orders origins as coordinates do. */
   at: number;
   target: MapFrame;
-  shared: Box;
-  holders: readonly MapFrame[];
+  /** The source region; its frames are the validated holders. */
+  source: MapRegion;
   request: ReplicaRequest;
+}
+
+/** The requested region: the target frame's box within the source region's. */
+function sharedOf(pending: PendingRequest): Box {
+  return boxIntersection(pending.target.box, pending.source.box);
 }
 
 interface PreparedParameter {
@@ -335,21 +343,22 @@ function prepare(
   const filled = new Float64Array(targets.length);
   forEachIntersection(targets, regions, (t, s) => {
     const frame = targets[t];
-    const shared = boxIntersection(frame.box, regions[s].box);
-    const n = numelOf(shared.extent);
+    const { origin, extent } = boxIntersection(frame.box, regions[s].box);
+    const n = numelOf(extent);
     filled[t] += n;
+    let at = 0;
+    for (let k = 0; k < origin.length; k++) at += origin[k] * logicalStrides[k];
+    // The policy's own arrays: the planner recomputes the region from the frames.
     const request: ReplicaRequest = {
       parameter: name,
       targetLocation: frame.rank,
-      logicalOrigin: shared.origin.slice(),
-      shape: shared.extent.slice(),
+      logicalOrigin: origin,
+      shape: extent,
       bytes: n * elementSize,
       holders: holderLists[s],
     };
     if (targetProcesses) request.targetProcess = targetProcesses.get(frame.rank);
-    let at = 0;
-    for (let k = 0; k < shared.origin.length; k++) at += shared.origin[k] * logicalStrides[k];
-    pending.push({ param: index, at, target: frame, shared, holders: regions[s].frames, request });
+    pending.push({ param: index, at, target: frame, source: regions[s], request });
   });
   // Source regions are disjoint, so the parts are disjoint: they tile the target region
   // exactly when their volumes sum to it. A total over the whole plan would prove nothing.
@@ -439,11 +448,11 @@ function resolveAnswer(
   elementSize: number,
 ): MapFrame | ResolvedPart[] {
   if (typeof answer === "number") {
-    const holder = holderAt(pending.holders, answer);
+    const holder = holderAt(pending.source.frames, answer);
     if (holder === undefined) {
       throw new InvalidReplicaPolicyError(
         `${describe(pending.request, index)}: location ${answer} is not a validated holder [${
-          holderList(pending.holders)
+          holderList(pending.source.frames)
         }]`,
       );
     }
@@ -460,7 +469,7 @@ function resolveAnswer(
   if (answer.length === 0) {
     throw new InvalidReplicaPolicyError(`${describe(pending.request, index)}: answer has no parts`);
   }
-  const region = pending.shared;
+  const region = sharedOf(pending);
   const nd = region.origin.length;
   const parts: ResolvedPart[] = answer.map((raw, p) => {
     const at = `${describe(pending.request, index)} part ${p}`;
@@ -468,11 +477,11 @@ function resolveAnswer(
       throw new InvalidReplicaPolicyError(`${at}: ${String(raw)} is not a part`);
     }
     const part = raw as Record<string, unknown>;
-    const holder = holderAt(pending.holders, part.sourceLocation);
+    const holder = holderAt(pending.source.frames, part.sourceLocation);
     if (holder === undefined) {
       throw new InvalidReplicaPolicyError(
         `${at}: location ${String(part.sourceLocation)} is not a validated holder [${
-          holderList(pending.holders)
+          holderList(pending.source.frames)
         }]`,
       );
     }
@@ -561,6 +570,25 @@ function segmentOf(
     shape,
     source: [holder.rank, frameAddress(holder, origin), holder.strides as number[]],
     target: [target.rank, frameAddress(target, origin), target.strides as number[]],
+  };
+}
+
+/** A fresh segment reading all of `target`'s box within `region` from `holder`, no temporaries. */
+function wholeSegment(target: MapFrame, holder: MapFrame, region: Box): TransferSegmentDict {
+  const tb = target.box, nd = tb.origin.length;
+  const shape = new Array<number>(nd);
+  let sourceOffset = holder.offset, targetOffset = target.offset;
+  for (let k = 0; k < nd; k++) {
+    const low = tb.origin[k] > region.origin[k] ? tb.origin[k] : region.origin[k];
+    const te = tb.origin[k] + tb.extent[k], re = region.origin[k] + region.extent[k];
+    shape[k] = (te < re ? te : re) - low;
+    sourceOffset += (low - holder.box.origin[k]) * holder.strides[k];
+    targetOffset += (low - tb.origin[k]) * target.strides[k];
+  }
+  return {
+    shape,
+    source: [holder.rank, sourceOffset, holder.strides as number[]],
+    target: [target.rank, targetOffset, target.strides as number[]],
   };
 }
 
@@ -1000,8 +1028,7 @@ export function planTransfers(
     const r = resolved[i];
     const list = raw[pending.param];
     if (!Array.isArray(r)) {
-      // The planner's own copy of the region: nothing else holds it any more.
-      list.push(segmentOf(pending.target, r, pending.shared.origin, pending.shared.extent));
+      list.push(wholeSegment(pending.target, r, pending.source.box));
       continue;
     }
     for (const part of r) {
