@@ -331,14 +331,28 @@ function prepare(
       `${name}: ${pairChecks} candidate pairs exceeds maxPairChecks ${budget.maxPairChecks}`,
     );
   }
-  // One holder list per region, shared by every request reading it.
-  const holderLists: ReplicaHolder[][] = regions.map((r) =>
-    r.frames.map((h) => {
-      const holder: ReplicaHolder = { location: h.rank };
-      if (sourceProcesses) holder.process = sourceProcesses.get(h.rank);
-      return holder;
-    })
-  );
+  // One holder per location and one list per region, shared by every request reading it; a
+  // single-holder list is shared by every region of its location.
+  const holderOf = new Map<number, ReplicaHolder>();
+  const alone = new Map<number, ReplicaHolder[]>();
+  const holder = (rank: number) => {
+    let h = holderOf.get(rank);
+    if (h === undefined) {
+      h = { location: rank };
+      if (sourceProcesses) h.process = sourceProcesses.get(rank);
+      holderOf.set(rank, h);
+    }
+    return h;
+  };
+  const holderLists: ReplicaHolder[][] = new Array(regions.length);
+  for (let i = 0; i < regions.length; i++) {
+    const held = regions[i].frames;
+    if (held.length === 1) {
+      let list = alone.get(held[0].rank);
+      if (list === undefined) alone.set(held[0].rank, list = [holder(held[0].rank)]);
+      holderLists[i] = list;
+    } else holderLists[i] = held.map((f) => holder(f.rank));
+  }
   const pending: PendingRequest[] = [];
   const filled = new Float64Array(targets.length);
   forEachIntersection(targets, regions, (t, s) => {
