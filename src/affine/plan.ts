@@ -735,14 +735,47 @@ function rankPairKeys(
   return (s) => `${s.source[0]}|${s.target[0]}`;
 }
 
-/** {@link coalesceSegments} on segments the caller gives up: shapes and offsets change in place. */
-function coalesceOwned(
-  segments: TransferSegmentDict[],
-  budget: PlanBudget,
-): TransferSegmentDict[] {
-  // Only location pairs with more than one segment can join: find them without sorting all.
+/** Runs of one target location no longer than this find repeated sources by scanning. */
+const SCAN_RUN = 32;
+
+/**
+ * The segments of every (source location, target location) pair that has more than one, or null
+ * when none has: only those can join. Planner output comes ordered by target location, so short
+ * runs of one target are scanned; anything else goes through one `Map`.
+ */
+function sharedRankPairs(segments: readonly TransferSegmentDict[]): TransferSegmentDict[][] | null {
+  let byTarget = true;
+  for (let i = 1; i < segments.length && byTarget; i++) {
+    byTarget = segments[i - 1].target[0] <= segments[i].target[0];
+  }
+  let out: TransferSegmentDict[][] | null = null;
+  if (byTarget) {
+    let wide = false;
+    for (let start = 0; start < segments.length && !wide;) {
+      let end = start + 1;
+      while (end < segments.length && segments[end].target[0] === segments[start].target[0]) end++;
+      if (end - start > SCAN_RUN) wide = true;
+      for (let i = start + 1; i < end && !wide; i++) {
+        const source = segments[i].source[0];
+        let seen = false;
+        for (let j = start; j < i && !seen; j++) seen = segments[j].source[0] === source;
+        if (!seen) continue;
+        // A repeated source location in this run: group the run's segments by source.
+        const groups = new Map<number, TransferSegmentDict[]>();
+        for (let k = start; k < end; k++) {
+          const g = groups.get(segments[k].source[0]);
+          if (g) g.push(segments[k]);
+          else groups.set(segments[k].source[0], [segments[k]]);
+        }
+        for (const g of groups.values()) if (g.length > 1) (out ??= []).push(g);
+        break;
+      }
+      start = end;
+    }
+    if (!wide) return out;
+  }
   const firstOf = new Map<number | string, number>();
-  let shared: Map<number | string, TransferSegmentDict[]> | null = null;
+  const lists = new Map<number | string, TransferSegmentDict[]>();
   const rankPairKey = rankPairKeys(segments);
   for (let i = 0; i < segments.length; i++) {
     const key = rankPairKey(segments[i]);
@@ -751,17 +784,25 @@ function coalesceOwned(
       firstOf.set(key, i);
       continue;
     }
-    shared ??= new Map();
-    const list = shared.get(key);
-    if (list === undefined) shared.set(key, [segments[at], segments[i]]);
+    const list = lists.get(key);
+    if (list === undefined) lists.set(key, [segments[at], segments[i]]);
     else list.push(segments[i]);
   }
+  return lists.size > 0 ? [...lists.values()] : null;
+}
+
+/** {@link coalesceSegments} on segments the caller gives up: shapes and offsets change in place. */
+function coalesceOwned(
+  segments: TransferSegmentDict[],
+  budget: PlanBudget,
+): TransferSegmentDict[] {
+  const shared = sharedRankPairs(segments);
   let alive = segments;
   if (shared !== null) {
     const dead = new Set<TransferSegmentDict>();
     const checks = { count: 0 };
     let index: MergeIndex | null = null;
-    for (const members of shared.values()) {
+    for (const members of shared) {
       // DeepSpeed's groups (strides and axes too), each in DeepSpeed's order.
       members.sort(compareForMerge);
       for (let start = 0; start < members.length;) {
