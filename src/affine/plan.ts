@@ -354,7 +354,7 @@ function prepare(
     } else holderLists[i] = held.map((f) => holder(f.rank));
   }
   const pending: PendingRequest[] = [];
-  const filled = new Float64Array(targets.length);
+  const filled: number[] = new Array(targets.length).fill(0);
   forEachIntersection(targets, regions, (t, s) => {
     const frame = targets[t];
     const { origin, extent } = boxIntersection(frame.box, regions[s].box);

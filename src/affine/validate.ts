@@ -242,8 +242,8 @@ export function normalizeMapRegions(
     byRank.push(held);
   });
   shardsTile(byRank, side, budget);
-  const regionOf = new Int32Array(frames.length);
-  const address = new Float64Array(frames.length);
+  const regionOf: number[] = new Array(frames.length);
+  const address: number[] = new Array(frames.length);
   for (let i = 0; i < frames.length; i++) {
     const o = frames[i].box.origin;
     let a = 0;
@@ -460,11 +460,12 @@ function shardsTile(byRank: readonly MapFrame[][], side: string, budget: PlanBud
  */
 function regionsOf(
   frames: readonly MapFrame[],
-  address: Float64Array,
-  regionOf: Int32Array,
+  address: readonly number[],
+  regionOf: number[],
 ): MapRegion[] {
   const n = frames.length;
-  const order = new Int32Array(n);
+  // Small lists sort as plain arrays: a typed array costs more to create than it saves.
+  const order: Int32Array | number[] = n > 64 ? new Int32Array(n) : new Array<number>(n);
   const cmp = (i: number, j: number) =>
     address[i] - address[j] || compareCoords(frames[i].box.extent, frames[j].box.extent) ||
     frames[i].rank - frames[j].rank || i - j;
@@ -475,7 +476,7 @@ function regionsOf(
     if (address[i] > maxAddress) maxAddress = address[i];
   }
   if (!sorted) {
-    if ((maxAddress + 1) * n <= Number.MAX_SAFE_INTEGER) {
+    if (n > 64 && (maxAddress + 1) * n <= Number.MAX_SAFE_INTEGER) {
       // A native numeric sort of (address, index) packed into one number, then the few runs
       // of equal addresses (replicas, differently shaped boxes) by the full order.
       const packed = new Float64Array(n);
@@ -485,7 +486,7 @@ function regionsOf(
       for (let k = 0; k < n;) {
         let end = k + 1;
         while (end < n && address[order[end]] === address[order[k]]) end++;
-        if (end - k > 1) order.subarray(k, end).sort(cmp);
+        if (end - k > 1) (order as Int32Array).subarray(k, end).sort(cmp);
         k = end;
       }
     } else order.sort(cmp);
@@ -526,7 +527,7 @@ function sameSequence(a: readonly number[], b: readonly number[]): boolean {
 function validateHolders(
   frames: readonly MapFrame[],
   regions: readonly MapRegion[],
-  regionOf: Int32Array,
+  regionOf: readonly number[],
   side: string,
 ): [number, number] | null {
   const overlapping = (rank: number, a: Box, b: Box) =>
@@ -599,7 +600,7 @@ function validateHolders(
     return withFrames.has(rank);
   };
   const ranksOf = (r: number) => regions[r].frames.map((f) => f.rank);
-  const coverage = new Map<number, Map<number, number>>();
+  let coverage: Map<number, Map<number, number>> | null = null;
   for (let fi = 0; fi < frames.length; fi++) {
     const frame = frames[fi];
     const r = regionOf[fi];
@@ -621,6 +622,7 @@ function validateHolders(
       throw differentLocations(side, frame, actual);
     }
     const volume = numelOf(frame.box.extent);
+    coverage ??= new Map();
     let covered = coverage.get(r);
     if (covered === undefined) {
       covered = new Map<number, number>();
