@@ -5,7 +5,14 @@
  * @module
  */
 
-import { forEachAddressPair, makePlacement, placementToMap, rowMajorStrides } from "./map.ts";
+import {
+  contiguousSplitMap,
+  forEachAddressPair,
+  makePlacement,
+  placementToMap,
+  replicatedMap,
+  rowMajorStrides,
+} from "./map.ts";
 import type { AffinePiece, ParamAffineMap, RankShard } from "./map.ts";
 import type { TransferSegmentDict } from "./plan_transfers.ts";
 import type { PlanFile } from "./plan_file.ts";
@@ -141,4 +148,26 @@ export function partlyReplicatedMap(
     start += size;
   });
   return { logicalShape: [...shape], ranks: out };
+}
+
+/** A random layout of `shape` over `ranks` ranks of one of several families. */
+export function randomMap(r: () => number, shape: number[], ranks: number): ParamAffineMap {
+  if (shape.length === 0) return replicatedMap([], [...Array(ranks).keys()]);
+  const kind = randInt(r, 0, 3);
+  if (kind === 0) return replicatedMap(shape, [...Array(ranks).keys()]);
+  if (kind === 1) {
+    const dim = randInt(r, 0, shape.length - 1);
+    return contiguousSplitMap(shape, randomSizes(r, shape[dim], ranks), dim);
+  }
+  if (kind === 2 && shape.length >= 1) {
+    const rep = randInt(r, 0, shape[0]);
+    return partlyReplicatedMap(shape, rep, randomSizes(r, shape[0] - rep, ranks));
+  }
+  return randomPlacementMap(r, shape[0], ranks, shape.slice(1));
+}
+
+export function randomShape(r: () => number): number[] {
+  const nd = randInt(r, 0, 3);
+  if (nd === 0) return r() < 0.5 ? [] : [randInt(r, 1, 9)];
+  return Array.from({ length: nd }, (_, i) => randInt(r, i === 0 ? 1 : 1, i === 0 ? 9 : 4));
 }

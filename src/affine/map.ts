@@ -77,7 +77,7 @@ export type NumericArray = Float32Array | Float64Array | Uint16Array | Int32Arra
 /** Number of elements of a shape (1 for a scalar). */
 export function numelOf(shape: readonly number[]): number {
   let n = 1;
-  for (const d of shape) n *= d;
+  for (let i = 0; i < shape.length; i++) n *= shape[i];
   return n;
 }
 

@@ -278,3 +278,18 @@ Deno.test("planTransfers() plans AutoEP re-placement with replicated experts", (
     [0, 2, 1],
   ]);
 });
+
+Deno.test("planTransfers() plans from its own frames, whatever a policy does to the requests", () => {
+  const pairs = {
+    w: { source: replicatedMap([8, 4], [0, 1]), target: contiguousSplitMap([8, 4], [3, 5], 0) },
+  };
+  const honest = planTransfers(pairs, { policy: firstHolder }).parameters.get("w")!;
+  const vandal: ReplicaPolicy = (requests) =>
+    requests.map((r) => {
+      const location = r.holders[0].location;
+      r.logicalOrigin[0] = 7;
+      r.shape[0] = 1;
+      return location;
+    });
+  deepEqual(planTransfers(pairs, { policy: vandal }).parameters.get("w")!, honest);
+});

@@ -36,12 +36,19 @@ export function isLocalHolder(request: ReplicaRequest, holder: ReplicaHolder): b
 }
 
 function lowest(holders: readonly ReplicaHolder[]): ReplicaHolder {
-  return holders.reduce((a, b) => (b.location < a.location ? b : a));
+  let best = holders[0];
+  for (let i = 1; i < holders.length; i++) {
+    if (holders[i].location < best.location) best = holders[i];
+  }
+  return best;
 }
 
 /** Reads the lowest holder location: what DeepSpeed's `plan_transfer` does by default. */
-export const firstHolder: ReplicaPolicy = (requests): number[] =>
-  requests.map((r) => lowest(r.holders).location);
+export const firstHolder: ReplicaPolicy = (requests): number[] => {
+  const answers = new Array<number>(requests.length);
+  for (let i = 0; i < requests.length; i++) answers[i] = lowest(requests[i].holders).location;
+  return answers;
+};
 
 /**
  * Runs a per-request selector as a batch policy (DeepSpeed `per_request`). Single-holder
@@ -69,26 +76,38 @@ export const highestHolder: ReplicaPolicy = perRequest((r) =>
  * per location.
  */
 export const localFirstLeastLoaded: ReplicaPolicy = (requests): number[] => {
-  const assigned = new Map<string, number>();
-  return requests.map((r) => {
-    const local = r.holders.filter((h) => isLocalHolder(r, h));
-    let choice: ReplicaHolder;
-    if (local.length > 0) choice = lowest(local);
-    else {
-      choice = r.holders[0];
+  // Load per sending process, or per location without a mapping: numeric keys (even for a
+  // process, odd for a location) instead of building a string per holder and request.
+  const assigned = new Map<number, number>();
+  const keyOf = (h: ReplicaHolder) => h.process !== undefined ? 2 * h.process : 2 * h.location + 1;
+  const answers = new Array<number>(requests.length);
+  for (let i = 0; i < requests.length; i++) {
+    const r = requests[i];
+    const holders = r.holders;
+    let choice: ReplicaHolder | undefined;
+    for (let k = 0; k < holders.length; k++) {
+      const h = holders[k];
+      if (isLocalHolder(r, h) && (choice === undefined || h.location < choice.location)) {
+        choice = h;
+      }
+    }
+    if (choice === undefined) {
+      choice = holders[0];
       let best = Infinity;
-      for (const h of r.holders) {
-        const load = assigned.get(processKey(h)) ?? 0;
+      for (let k = 0; k < holders.length; k++) {
+        const h = holders[k];
+        const load = assigned.get(keyOf(h)) ?? 0;
         if (load < best || (load === best && h.location < choice.location)) {
           best = load;
           choice = h;
         }
       }
     }
-    const key = processKey(choice);
+    const key = keyOf(choice);
     assigned.set(key, (assigned.get(key) ?? 0) + r.bytes);
-    return choice.location;
-  });
+    answers[i] = choice.location;
+  }
+  return answers;
 };
 
 /** `balanced`'s answers with the numbers behind them. */

@@ -1,34 +1,11 @@
 import { equal, ok } from "node:assert/strict";
-import { partlyReplicatedMap, randInt, randomPlacementMap, randomSizes, rng } from "./_testing.ts";
-import { contiguousSplitMap, extract, numelOf, replicatedMap } from "./map.ts";
-import type { ParamAffineMap } from "./map.ts";
+import { randInt, randomMap, randomShape, rng } from "./_testing.ts";
+import { extract, numelOf } from "./map.ts";
 import { planTransfers } from "./plan_transfers.ts";
 import type { MapPair, ReplicaAnswer, ReplicaPolicy, ReplicaRequest } from "./plan_transfers.ts";
 import { buildPlanFile } from "./plan_file.ts";
 import { balancedOutcome, firstHolder, highestHolder, localFirstLeastLoaded } from "./policies.ts";
 import { executeSegments, verifyPlan } from "./verify.ts";
-
-/** A random layout of `shape` over `ranks` ranks of one of several families. */
-function randomMap(r: () => number, shape: number[], ranks: number): ParamAffineMap {
-  if (shape.length === 0) return replicatedMap([], [...Array(ranks).keys()]);
-  const kind = randInt(r, 0, 3);
-  if (kind === 0) return replicatedMap(shape, [...Array(ranks).keys()]);
-  if (kind === 1) {
-    const dim = randInt(r, 0, shape.length - 1);
-    return contiguousSplitMap(shape, randomSizes(r, shape[dim], ranks), dim);
-  }
-  if (kind === 2 && shape.length >= 1) {
-    const rep = randInt(r, 0, shape[0]);
-    return partlyReplicatedMap(shape, rep, randomSizes(r, shape[0] - rep, ranks));
-  }
-  return randomPlacementMap(r, shape[0], ranks, shape.slice(1));
-}
-
-function randomShape(r: () => number): number[] {
-  const nd = randInt(r, 0, 3);
-  if (nd === 0) return r() < 0.5 ? [] : [randInt(r, 1, 9)];
-  return Array.from({ length: nd }, (_, i) => randInt(r, i === 0 ? 1 : 1, i === 0 ? 9 : 4));
-}
 
 /** A policy that picks random holders and sometimes cuts a region into random axis-0 slabs. */
 function randomSplitPolicy(r: () => number, record: Map<number, ReplicaAnswer>): ReplicaPolicy {
