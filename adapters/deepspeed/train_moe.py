@@ -384,7 +384,10 @@ def main(argv: list[str]) -> int:
         sampler.advance()
         dist.all_reduce(total)
         grad_norm = engine.get_global_grad_norm()
-        parity.step(step, loss=total.item() / (a.grad_accum * world), lr=lr,
+        loss_value = total.item() / (a.grad_accum * world)
+        if engine.monitor.enabled:  # the engine itself logs only lr (and loss_scale) to monitors
+            engine.monitor.write_events([("Train/Samples/train_loss", loss_value, engine.global_samples)])
+        parity.step(step, loss=loss_value, lr=lr,
                     grad_norm=float(grad_norm) if grad_norm is not None else None)
         if a.save_at is not None and step == a.save_at:
             t3 = time.perf_counter()
