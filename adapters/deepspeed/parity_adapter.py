@@ -285,6 +285,10 @@ def _rng_for_digest(state: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def _hash_tensor(h: "hashlib._Hash", name: str, tensor: Any) -> None:
+    if tensor is ABSENT:
+        h.update(name.encode())
+        h.update(b"<absent>")
+        return
     t = tensor.detach().float().cpu().contiguous()
     h.update(name.encode())
     h.update(repr(tuple(t.shape)).encode())
@@ -310,40 +314,98 @@ def _flat_states_by_storage(base_opt: Any) -> Dict[int, Tuple[Any, Dict[str, Any
     return out
 
 
-def _full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int, Any]) -> Any:
+class _Absent:
+    """An optimizer state that does not exist (yet): a fresh optimizer before its first step, e.g.
+    after ``load_checkpoint(load_optimizer_states=False)``. Hashed as a marker, never as zeros."""
+
+
+ABSENT = _Absent()
+
+
+def _fp16_optimizer_slices(engine: Any) -> Dict[int, Tuple[Any, int]]:
+    """Stage 0 with bf16/fp16 (DeepSpeed's FP16_Optimizer): the fp32 master of each module
+    parameter is a slice of ``fp32_groups_flat[i]`` (params concatenated in ``fp16_groups[i]``
+    order, no padding), and the base optimizer's state is keyed by that flat tensor."""
+    opt = engine.optimizer
+    out: Dict[int, Tuple[Any, int]] = {}
+    if hasattr(opt, "fp16_groups") and isinstance(getattr(opt, "fp32_groups", None), list):
+        # FP16_UnfusedOptimizer (stage 0 with bf16): one fp32 master tensor per parameter, in
+        # fp16_groups order; the base optimizer's state is keyed by each of them.
+        for group, masters in zip(opt.fp16_groups, opt.fp32_groups):
+            trainable = [p for p in group if p.requires_grad]
+            assert len(trainable) == len(masters), (len(trainable), len(masters))
+            for p, master in zip(trainable, masters):
+                assert p.shape == master.shape, (p.shape, master.shape)
+                out[id(p)] = (master, 0)
+        return out
+    if hasattr(opt, "fp16_groups") and hasattr(opt, "fp32_groups_flat"):
+        for group, flat in zip(opt.fp16_groups, opt.fp32_groups_flat):
+            offset = 0
+            for p in group:
+                out[id(p)] = (flat, offset)
+                offset += p.numel()
+            assert offset == flat.numel(), (offset, flat.numel())
+    return out
+
+
+def _state_of(base: Any, tensor: Any) -> Dict[str, Any]:
+    """The optimizer state of ``tensor`` or of the tensor it is a view of."""
+    if tensor in base.state:
+        return base.state[tensor]
+    for key, state in base.state.items():
+        if key.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr() and key.numel() == tensor.numel():
+            return state
+    return {}
+
+
+def _full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int, Any],
+             fp16_slices: Dict[int, Tuple[Any, int]]) -> Any:
     """The full fp32 tensor (``key=None``: master weight; else an optimizer state) of ``param``
-    over its ZeRO data-parallel group, shaped like the *local* parameter."""
+    over its ZeRO data-parallel group, shaped like the *local* parameter, or ``ABSENT``."""
     import torch
     import deepspeed.comm as dist
 
     if hasattr(param, "ds_id"):  # ZeRO-3: reads the optimizer's flat fp32 partition directly
+        if key is not None and not _base_optimizer(engine).state:
+            return ABSENT
         return param._z3_optimizer.get_full_hp_param(param, key).float().view(param.ds_shape)
     mapping = getattr(param, "_hp_mapping", None)
     if hasattr(param, "_hp_mapping"):  # ZeRO-1/2 and the bf16 optimizer
         buf = torch.zeros(param.numel(), dtype=torch.float32, device=param.device)
+        absent = torch.zeros(1)
         if mapping is not None:
             frag = mapping.hp_fragment
             if key is not None:
                 ptr = frag.untyped_storage().data_ptr()
-                if ptr not in flat_states:
-                    raise RuntimeError(f"no optimizer state holds the fp32 partition of {param.shape}")
-                flat, state = flat_states[ptr]
+                flat, state = flat_states.get(ptr, (None, {}))
                 if key not in state:
-                    raise KeyError(f"optimizer state has no '{key}'")
-                offset = frag.storage_offset() - flat.storage_offset()
-                assert offset == mapping.hp_fragment_address.start, (offset, mapping.hp_fragment_address)
-                frag = state[key].narrow(0, offset, mapping.hp_fragment_address.numel)
-            lp = mapping.lp_fragment_address
-            buf.narrow(0, lp.start, lp.numel).copy_(frag.data.float())
+                    absent.fill_(1)
+                else:
+                    offset = frag.storage_offset() - flat.storage_offset()
+                    assert offset == mapping.hp_fragment_address.start, (offset, mapping.hp_fragment_address)
+                    frag = state[key].narrow(0, offset, mapping.hp_fragment_address.numel)
+            if not absent.item():
+                lp = mapping.lp_fragment_address
+                buf.narrow(0, lp.start, lp.numel).copy_(frag.data.float())
         dist.all_reduce(buf, group=param._dp_group)
-        return buf.view(param.shape)
-    # No ZeRO wrapper (stage 0, fp32): the module parameter is the master weight.
+        dist.all_reduce(absent, group=param._dp_group)  # every rank agrees (collectives stay matched)
+        return ABSENT if absent.item() else buf.view(param.shape)
+    if id(param) in fp16_slices:  # stage 0, bf16/fp16: FP16_(Unfused)Optimizer's fp32 masters
+        flat, offset = fp16_slices[id(param)]
+        if key is None:
+            source = flat
+        else:
+            state = _state_of(_base_optimizer(engine), flat)
+            if key not in state:
+                return ABSENT
+            source = state[key]
+        return source.detach().reshape(-1).narrow(0, offset, param.numel()).float().view(param.shape)
+    # No wrapper (stage 0, fp32): the module parameter is the master weight.
     if key is None:
         return param.detach().float()
-    base = _base_optimizer(engine)
-    state = base.state.get(param, {})
+    state = _base_optimizer(engine).state.get(param, {})
     if key not in state:
-        raise KeyError(f"optimizer state has no '{key}' for a parameter of shape {tuple(param.shape)}")
+        return ABSENT
     return state[key].float()
 
 
@@ -367,7 +429,7 @@ def _logical(param: Any, local_full: Any) -> Any:
     import torch.distributed as tdist
 
     meta = _expert_layout(param)
-    if meta is None:
+    if meta is None or local_full is ABSENT:
         return local_full
     group = _ep_group(param)
     ep_size = tdist.get_world_size(group=group)
@@ -397,13 +459,14 @@ def logical_state_digests(engine: Any) -> Dict[str, str]:
     DeepSpeed engine's logical state (call on every rank; streams one parameter at a time)."""
     base = _base_optimizer(engine)
     flat_states = _flat_states_by_storage(base)
+    fp16_slices = _fp16_optimizer_slices(engine)
     named = sorted(((n, p) for n, p in engine.module.named_parameters() if p.requires_grad),
                    key=lambda item: item[0])
     digests: Dict[str, str] = {}
     for component, key in (("params", None), ("exp_avg", "exp_avg"), ("exp_avg_sq", "exp_avg_sq")):
         h = hashlib.sha256()
         for name, param in named:
-            _hash_tensor(h, name, _logical(param, _full_hp(param, key, engine, flat_states)))
+            _hash_tensor(h, name, _logical(param, _full_hp(param, key, engine, flat_states, fp16_slices)))
         digests[component] = h.hexdigest()[:16]
     digests["optimizer_step"] = digest_json(optimizer_steps(engine))
     scheduler = getattr(engine, "lr_scheduler", None)
