@@ -32,7 +32,8 @@ Digest components (each a 16-hex SHA-256 prefix; a failing state check names the
 ``params``          fp32 master weights of every trainable parameter, unsharded
 ``exp_avg``         Adam first moments, unsharded
 ``exp_avg_sq``      Adam second moments, unsharded
-``optimizer_step``  Adam's own step counter (the optimizer state's ``step``, not ``global_steps``)
+``optimizer_step``  Adam's own step counters (the optimizer state's ``step``, not ``global_steps``),
+                    and whether entries share one step tensor (see ``optimizer_step_state``)
 ``lr_scheduler``    the LR scheduler's ``state_dict()``
 ``rng``             python ``random``, numpy, torch CPU (and CUDA when present) generator states
 ``data``            the data sampler's state (position), when the script passes it
@@ -468,7 +469,7 @@ def logical_state_digests(engine: Any) -> Dict[str, str]:
         for name, param in named:
             _hash_tensor(h, name, _logical(param, _full_hp(param, key, engine, flat_states, fp16_slices)))
         digests[component] = h.hexdigest()[:16]
-    digests["optimizer_step"] = digest_json(optimizer_steps(engine))
+    digests["optimizer_step"] = digest_json(optimizer_step_state(engine))
     scheduler = getattr(engine, "lr_scheduler", None)
     if scheduler is not None:
         digests["lr_scheduler"] = digest_json(scheduler.state_dict())
@@ -477,10 +478,26 @@ def logical_state_digests(engine: Any) -> Dict[str, str]:
 
 def optimizer_steps(engine: Any) -> List[int]:
     """Adam's own step counters (distinct values over every state entry on every rank, sorted)."""
+    return optimizer_step_state(engine)["steps"]
+
+
+def optimizer_step_state(engine: Any) -> Dict[str, Any]:
+    """What the ``optimizer_step`` digest hashes: the distinct values of Adam's step counters over
+    every state entry on every rank, and whether two entries share one step *tensor*. torch's Adam
+    increments ``state["step"]`` in place once per ``optimizer.step()`` call, so a counter shared by
+    entries that are stepped separately (ZeRO-3 steps each sub-group on its own) advances several
+    times per optimizer step: equal values now, wrong bias correction from the next step on."""
     base = _base_optimizer(engine)
     steps = set()
+    seen: Dict[int, int] = {}
+    shared = False
     for state in base.state.values():
         if "step" in state:
-            steps.add(int(_number(state["step"])))
-    every = _gather_objects(sorted(steps))
-    return sorted({s for rank_steps in every for s in rank_steps})
+            step = state["step"]
+            steps.add(int(_number(step)))
+            if hasattr(step, "data_ptr"):
+                shared = shared or id(step) in seen
+                seen[id(step)] = 1
+    every = _gather_objects([sorted(steps), shared])
+    return {"steps": sorted({s for rank_steps, _ in every for s in rank_steps}),
+            "shared_step_tensors": any(flag for _, flag in every)}

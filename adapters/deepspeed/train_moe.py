@@ -256,6 +256,24 @@ def ds_config(a: argparse.Namespace, world: int, micro: int, load_universal: boo
     return cfg
 
 
+def unshare_adam_step(engine) -> int:
+    """Workaround for DeepSpeed 0.19.8's ZeRO-3 universal load, which assigns ONE ``step`` tensor to
+    the Adam state of every sub-group (stage3.py, load_hp_checkpoint_state_from_checkpoint_dir_stage3);
+    torch's Adam increments it in place per sub-group step, so it advances once per sub-group per
+    optimizer step. Gives every state entry its own copy. Returns how many entries were unshared."""
+    from parity_adapter import _base_optimizer
+    seen, fixed = set(), 0
+    for state in _base_optimizer(engine).state.values():
+        step = state.get("step")
+        if step is None or not hasattr(step, "clone"):
+            continue
+        if id(step) in seen:
+            state["step"] = step.clone()
+            fixed += 1
+        seen.add(id(step))
+    return fixed
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     env = os.environ
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -300,6 +318,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     o = p.add_argument_group("faults and monitors")
     o.add_argument("--fault", choices=list(FAULTS), default="none",
                    help="inject one resume fault: " + "; ".join(f"{k}: {v}" for k, v in FAULTS.items()))
+    o.add_argument("--unshare-adam-step", action="store_true",
+                   help="after loading, give every Adam state entry its own step tensor (works around "
+                        "DeepSpeed 0.19.8's ZeRO-3 universal load sharing one; docs/deepspeed.md)")
     o.add_argument("--csv-monitor", default=None, help="enable DeepSpeed's csv_monitor into this folder")
     o.add_argument("--tensorboard", default=None, help="enable DeepSpeed's tensorboard monitor into this folder")
     a = p.parse_args(argv)
@@ -361,6 +382,8 @@ def main(argv: list[str]) -> int:
         path, client = engine.load_checkpoint(load_dir, tag=tag, **kwargs)
         if path is None:
             raise SystemExit(f"load_checkpoint found nothing at {load_dir} tag {tag}")
+        if a.unshare_adam_step:
+            unshare_adam_step(engine)
         data = parity.restore_client_state(client, restore_rng=a.fault != "skip-rng-restore")
         if a.fault != "skip-sampler-restore":
             sampler.load_state_dict(data)
