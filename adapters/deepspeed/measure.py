@@ -124,6 +124,11 @@ def stage_runs(a: argparse.Namespace, stage: int) -> dict:
     runs["resume-ep1"] = launch(out, "resume-ep1", 2, uni, base_flags[:-1] + ["1"])
     runs["resume-dp4"] = launch(out, "resume-dp4", 4, uni, base_flags)
     runs["resume-dp1"] = launch(out, "resume-dp1", 1, uni, base_flags[:-1] + ["1"])
+    if stage == 3:  # DeepSpeed 0.19.8 shares one Adam step tensor after a ZeRO-3 universal load
+        fix = ["--unshare-adam-step"]
+        runs["resume-universal+unshare"] = launch(out, "resume-universal+unshare", 2, uni, base_flags + fix)
+        runs["resume-ep1+unshare"] = launch(out, "resume-ep1+unshare", 2, uni, base_flags[:-1] + ["1"] + fix)
+        runs["resume-dp4+unshare"] = launch(out, "resume-dp4+unshare", 4, uni, base_flags + fix)
     if a.faults and stage == a.zero_stages[0]:
         for fault in FAULTS:
             env = uni if fault == "universal-without-load-universal" else dict(
@@ -148,7 +153,9 @@ def summarize(a: argparse.Namespace, stage: int, runs: dict) -> dict:
             row["digests_differ"] = digest_diff(saved, loaded) if loaded else None
         if "records" in run and run["rc"] != 0:
             with open(os.path.join(a.out, f"zero{stage}", name, "log.txt")) as f:
-                tail = [l for l in f.read().splitlines() if "Error" in l or "error" in l]
+                tail = [l for l in f.read().splitlines()
+                        if ("Error" in l or "error" in l) and "Connection closed by peer" not in l
+                        and "ChildFailedError" not in l and "error_file" not in l and "errors.html" not in l]
             row["error"] = tail[-3:]
         rows[name] = row
     return {"zero_stage": stage, "saved_digests": saved.get("digests"), "phases": rows}
@@ -172,7 +179,9 @@ def markdown(results: list) -> str:
         for name, row in res["phases"].items():
             dd = row.get("digests_differ")
             dd = "-" if dd is None else (", ".join(dd) or "none")
-            lines.append(f"| {res['zero_stage']} | {name} | {row['rc']} | {row['wall_s']} | {fmt(row.get('vs_baseline'))} "
+            vs = fmt(row.get("vs_baseline")) if row["rc"] == 0 else "ERROR: " + " / ".join(
+                e.strip()[:160].replace("|", "/") for e in row.get("error", [])[-1:])
+            lines.append(f"| {res['zero_stage']} | {name} | {row['rc']} | {row['wall_s']} | {vs} "
                          f"| {fmt(row.get('vs_native'))} | {dd} |")
     return "\n".join(lines)
 

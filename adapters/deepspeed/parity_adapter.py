@@ -18,6 +18,7 @@ the resume state DeepSpeed does not checkpoint itself (RNG, data position)::
         if step == parity.save_at:                      # split phase only
             engine.save_checkpoint(parity.checkpoint_dir, tag=f"global_step{step}",
                                    client_state=parity.client_state(sampler.state_dict()))
+            parity.mark_complete(f"{parity.checkpoint_dir}/global_step{step}", step)
             parity.saved(step, digests=parity.engine_digests(engine, data=sampler.state_dict()),
                          micro_step=engine.micro_steps, grad_accum=engine.gradient_accumulation_steps())
 
@@ -58,6 +59,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 #: Key under which ``client_state`` carries what DeepSpeed does not checkpoint itself.
 CLIENT_STATE_KEY = "parity"
+
+#: Completion marker written into the tag folder after ``save_checkpoint`` returned (``mark_complete``).
+COMPLETE_MARKER = "parity_checkpoint_complete.json"
 
 DIGEST_COMPONENTS = ("params", "exp_avg", "exp_avg_sq", "optimizer_step", "lr_scheduler", "rng", "data")
 
@@ -163,6 +167,24 @@ class Parity:
     def first_step(self, engine: Any = None) -> int:
         """First optimizer step to run: 1, or one past the restored ``global_steps``."""
         return int(getattr(engine, "global_steps", 0) or 0) + 1 if self.resume_from else 1
+
+    def mark_complete(self, tag_dir: str, step: int, **info: Any) -> Optional[str]:
+        """Writes ``<tag_dir>/parity_checkpoint_complete.json`` atomically (rank 0 only). Call it on
+        every rank right after ``engine.save_checkpoint`` returned: DeepSpeed's own ``latest`` file is
+        written by rank 0 *before* the final barrier of ``save_checkpoint`` (other ranks may still be
+        writing their shards) and without an atomic rename, and nothing inside the tag folder marks
+        completion. ``save_checkpoint`` ends with a barrier, so once it returned on rank 0 every rank's
+        files are written. Use ``trainer.checkpoint_marker: parity_checkpoint_complete.json``."""
+        if self.rank != 0:
+            return None
+        path = os.path.join(tag_dir, COMPLETE_MARKER)
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"step": int(step), **info}, f, sort_keys=True, default=_json_default)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return path
 
     # -- resume state DeepSpeed does not checkpoint ---------------------------------------------------
 

@@ -54,6 +54,10 @@ def test_native_resume_is_bit_identical_with_equal_digests(tmp_path):
     # DeepSpeed writes `latest` (the tag name) after the tag folder: the completion marker.
     with open(os.path.join(ckpt, "latest")) as f:
         assert f.read().strip() == "global_step5"
+    # The adapter's marker inside the tag folder, written after save_checkpoint returned everywhere.
+    with open(os.path.join(tag, "parity_checkpoint_complete.json")) as f:
+        marker = json.load(f)
+    assert marker["step"] == 5 and marker["world_size"] == 2
     resume = run(tmp, "resume-native", PARITY_CHECKPOINT_DIR=ckpt, PARITY_RESUME_FROM=tag, PARITY_RESUME_KIND="native")
 
     base = losses(baseline)
@@ -69,6 +73,7 @@ def test_native_resume_is_bit_identical_with_equal_digests(tmp_path):
     assert set(saved["digests"]) == {"params", "exp_avg", "exp_avg_sq", "optimizer_step", "lr_scheduler", "rng",
                                      "data"}
     assert loaded["digests"] == saved["digests"]
+    assert marker["digests"] == saved["digests"]
 
     layout = subprocess.run([sys.executable, os.path.join(HERE, "autoep_layout.py"), tag], check=True,
                             stdout=subprocess.PIPE, text=True).stdout

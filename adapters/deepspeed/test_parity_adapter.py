@@ -105,6 +105,17 @@ class ParityTest(unittest.TestCase):
         p.step(1, loss=1.0)
         self.assertFalse(os.path.exists(self.metrics))
 
+    def test_mark_complete_writes_the_marker_atomically_on_rank_zero_only(self):
+        tag = os.path.join(self.dir.name, "global_step5")
+        os.makedirs(tag)
+        self.assertIsNone(self.parity(RANK="1").mark_complete(tag, 5))
+        self.assertEqual(os.listdir(tag), [])
+        path = self.parity().mark_complete(tag, 5, digests={"params": "ab"}, world_size=2)
+        self.assertEqual(path, os.path.join(tag, "parity_checkpoint_complete.json"))
+        self.assertEqual(os.listdir(tag), ["parity_checkpoint_complete.json"], "no temporary file left")
+        with open(path) as f:
+            self.assertEqual(json.load(f), {"step": 5, "digests": {"params": "ab"}, "world_size": 2})
+
     def test_digests_are_sha256_prefixes_and_order_sensitive(self):
         self.assertEqual(digest_bytes([b"a", b"b"]), hashlib.sha256(b"ab").hexdigest()[:16])
         self.assertNotEqual(digest_bytes([b"a", b"b"]), digest_bytes([b"b", b"a"]))

@@ -417,7 +417,11 @@ def main(argv: list[str]) -> int:
             engine.save_checkpoint(a.checkpoint_dir, tag=f"global_step{step}",
                                    client_state=parity.client_state(sampler.state_dict()))
             save_s = time.perf_counter() - t3
-            parity.saved(step, digests=parity.engine_digests(engine, data=sampler.state_dict()),
+            digests = parity.engine_digests(engine, data=sampler.state_dict())
+            # save_checkpoint returned on every rank (it ends with a barrier): mark the tag folder.
+            parity.mark_complete(os.path.join(a.checkpoint_dir, f"global_step{step}"), step, digests=digests,
+                                 world_size=world, autoep_size=a.autoep_size, zero_stage=a.zero_stage)
+            parity.saved(step, digests=digests,
                          micro_step=engine.micro_steps, grad_accum=engine.gradient_accumulation_steps(),
                          world_size=world, autoep_size=a.autoep_size, zero_stage=a.zero_stage)
     train_s = time.perf_counter() - t2 - save_s
