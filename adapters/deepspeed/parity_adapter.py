@@ -7,19 +7,22 @@ the resume state DeepSpeed does not checkpoint itself (RNG, data position)::
 
     from parity_adapter import Parity
     parity = Parity.from_env()                          # reads PARITY_* variables
+    first = 1
     if parity.resume_from:                              # resume phases
         load_dir, tag = parity.load_location()
         _, client = engine.load_checkpoint(load_dir, tag=tag)
         sampler.load_state_dict(parity.restore_client_state(client))   # RNG + data position
-        parity.loaded(engine.global_steps, digests=parity.engine_digests(engine, data=sampler.state_dict()))
-    for step in range(parity.first_step(engine), parity.stop_at + 1):
+        first = parity.saved_step(client) + 1
+        parity.loaded(first - 1, digests=parity.engine_digests(engine, data=sampler.state_dict()))
+    for step in range(first, parity.stop_at + 1):
         loss = ...                                      # one optimizer step (all micro-batches)
         parity.step(step, loss=loss, lr=lr_used, grad_norm=engine.get_global_grad_norm())
         if step == parity.save_at:                      # split phase only
             engine.save_checkpoint(parity.checkpoint_dir, tag=f"global_step{step}",
-                                   client_state=parity.client_state(sampler.state_dict()))
+                                   client_state=parity.client_state(sampler.state_dict(), step=step))
+            digests = parity.engine_digests(engine, data=sampler.state_dict())
             parity.mark_complete(f"{parity.checkpoint_dir}/global_step{step}", step)
-            parity.saved(step, digests=parity.engine_digests(engine, data=sampler.state_dict()),
+            parity.saved(step, digests=digests,
                          micro_step=engine.micro_steps, grad_accum=engine.gradient_accumulation_steps())
 
 Only the standard library is needed to write metrics (``Parity``, ``step``, ``saved``, ``loaded``,
@@ -188,11 +191,23 @@ class Parity:
 
     # -- resume state DeepSpeed does not checkpoint ---------------------------------------------------
 
-    def client_state(self, data_state: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    def client_state(self, data_state: Optional[Mapping[str, Any]] = None, step: Optional[int] = None
+                     ) -> Dict[str, Any]:
         """``client_state`` for ``save_checkpoint``: every rank's RNG states (gathered: DeepSpeed writes
-        ``client_state`` once, from rank 0) and the data sampler's state. Call on every rank."""
+        ``client_state`` once, from rank 0), the data sampler's state and the optimizer step of the
+        save. Call on every rank."""
         return {CLIENT_STATE_KEY: {"rng": _gather_objects(rng_state()),
-                                   "data": dict(data_state) if data_state is not None else None}}
+                                   "data": dict(data_state) if data_state is not None else None,
+                                   "step": step}}
+
+    @staticmethod
+    def saved_step(client_state: Optional[Mapping[str, Any]]) -> Optional[int]:
+        """The optimizer step recorded by :meth:`client_state` (``None`` when absent). Unlike
+        ``engine.global_steps`` it survives ``load_checkpoint(load_module_only=True)``, which does not
+        restore the engine's counters."""
+        saved = (client_state or {}).get(CLIENT_STATE_KEY) or {}
+        step = saved.get("step")
+        return int(step) if step is not None else None
 
     def restore_client_state(self, client_state: Optional[Mapping[str, Any]], restore_rng: bool = True
                              ) -> Optional[Dict[str, Any]]:

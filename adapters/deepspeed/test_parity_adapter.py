@@ -116,6 +116,11 @@ class ParityTest(unittest.TestCase):
         with open(path) as f:
             self.assertEqual(json.load(f), {"step": 5, "digests": {"params": "ab"}, "world_size": 2})
 
+    def test_saved_step_comes_from_the_client_state(self):
+        self.assertEqual(Parity.saved_step({"parity": {"step": 50, "rng": [], "data": None}}), 50)
+        self.assertIsNone(Parity.saved_step({"parity": {"rng": []}}))
+        self.assertIsNone(Parity.saved_step(None))
+
     def test_digests_are_sha256_prefixes_and_order_sensitive(self):
         self.assertEqual(digest_bytes([b"a", b"b"]), hashlib.sha256(b"ab").hexdigest()[:16])
         self.assertNotEqual(digest_bytes([b"a", b"b"]), digest_bytes([b"b", b"a"]))

@@ -388,22 +388,32 @@ def main(argv: list[str]) -> int:
         if a.fault != "skip-sampler-restore":
             sampler.load_state_dict(data)
         load_s = time.perf_counter() - t1
-        parity.loaded(engine.global_steps, digests=parity.engine_digests(engine, data=sampler.state_dict()),
-                      kind=a.resume_kind, world_size=world, autoep_size=a.autoep_size, zero_stage=a.zero_stage)
+        # The step of the save, from client_state: engine.global_steps is not restored by a
+        # module-only load (it would restart the step count at 1).
+        resumed = parity.saved_step(client)
+        if resumed is None:
+            resumed = engine.global_steps
+        parity.loaded(resumed, digests=parity.engine_digests(engine, data=sampler.state_dict()),
+                      kind=a.resume_kind, engine_global_steps=engine.global_steps, world_size=world,
+                      autoep_size=a.autoep_size, zero_stage=a.zero_stage)
+        first = resumed + 1
+    else:
+        first = 1
 
     t2 = time.perf_counter()
-    first = parity.first_step(engine)
     save_s = 0.0
     for step in range(first, a.stop_at + 1):
         lr = engine.get_lr()[0]  # the LR this step uses
         total = torch.zeros((), dtype=torch.float64)
+        before = engine.global_steps
         for m in range(a.grad_accum):
             loss = engine(sampler.micro_batch(m))
             engine.backward(loss)
-            engine.step()
+            engine.step()  # an optimizer step at the accumulation boundary only
             total += loss.detach().double()
-        if not engine.is_gradient_accumulation_boundary() and engine.global_steps != step:
-            raise RuntimeError(f"engine global_steps {engine.global_steps} != step {step}")
+        if engine.global_steps != before + 1:
+            raise RuntimeError(f"step {step}: the engine took {engine.global_steps - before} optimizer steps "
+                               f"over {a.grad_accum} micro-steps")
         sampler.advance()
         dist.all_reduce(total)
         grad_norm = engine.get_global_grad_norm()
@@ -415,7 +425,7 @@ def main(argv: list[str]) -> int:
         if a.save_at is not None and step == a.save_at:
             t3 = time.perf_counter()
             engine.save_checkpoint(a.checkpoint_dir, tag=f"global_step{step}",
-                                   client_state=parity.client_state(sampler.state_dict()))
+                                   client_state=parity.client_state(sampler.state_dict(), step=step))
             save_s = time.perf_counter() - t3
             digests = parity.engine_digests(engine, data=sampler.state_dict())
             # save_checkpoint returned on every rank (it ends with a barrier): mark the tag folder.
