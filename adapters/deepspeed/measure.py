@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -109,6 +110,20 @@ def stage_runs(a: argparse.Namespace, stage: int) -> dict:
                   "--autoep-size", "2"]
     common = {"PARITY_STEPS": str(a.steps), "PARITY_SEED": str(a.seed)}
     runs = {}
+    if a.faults_only:
+        for name in ("baseline", "split", "resume-native"):
+            runs[name] = {"name": name, "rc": 0, "wall_s": None,
+                          "records": read_metrics(os.path.join(out, name, "metrics.jsonl"))}
+        native = os.path.join(ckpt, f"global_step{a.save_at}")
+        universal = os.path.join(ckpt, f"global_step{a.save_at}_universal")
+        uni = dict(common, PARITY_STOP_AT=str(a.steps), PARITY_CHECKPOINT_DIR=ckpt, PARITY_RESUME_FROM=universal,
+                   PARITY_RESUME_KIND="universal")
+        for fault in FAULTS:
+            env = uni if fault == "universal-without-load-universal" else dict(
+                common, PARITY_STOP_AT=str(a.steps), PARITY_CHECKPOINT_DIR=ckpt, PARITY_RESUME_FROM=native,
+                PARITY_RESUME_KIND="native")
+            runs[f"fault-{fault}"] = launch(out, f"fault-{fault}", 2, env, base_flags + ["--fault", fault])
+        return runs
     runs["baseline"] = launch(out, "baseline", 2, dict(common, PARITY_STOP_AT=str(a.steps)), base_flags)
     runs["split"] = launch(out, "split", 2, dict(common, PARITY_STOP_AT=str(a.save_at), PARITY_SAVE_AT=str(a.save_at),
                                                   PARITY_CHECKPOINT_DIR=ckpt), base_flags)
@@ -154,8 +169,8 @@ def summarize(a: argparse.Namespace, stage: int, runs: dict) -> dict:
         if "records" in run and run["rc"] != 0:
             with open(os.path.join(a.out, f"zero{stage}", name, "log.txt")) as f:
                 tail = [l for l in f.read().splitlines()
-                        if ("Error" in l or "error" in l) and "Connection closed by peer" not in l
-                        and "ChildFailedError" not in l and "error_file" not in l and "errors.html" not in l]
+                        if re.search(r"\w+(Error|Exception): ", l) and "Connection closed by peer" not in l
+                        and "ChildFailedError" not in l]
             row["error"] = tail[-3:]
         rows[name] = row
     return {"zero_stage": stage, "saved_digests": saved.get("digests"), "phases": rows}
@@ -196,17 +211,19 @@ def main() -> int:
     p.add_argument("--precision", default="bf16")
     p.add_argument("--grad-accum", type=int, default=2)
     p.add_argument("--faults", action="store_true")
+    p.add_argument("--faults-only", action="store_true",
+                   help="reuse --out's baseline, split and resume-native of the first stage; run only the faults")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     results = []
     for stage in a.zero_stages:
         runs = stage_runs(a, stage)
         results.append(summarize(a, stage, runs))
-        with open(os.path.join(a.out, "results.json"), "w") as f:
+        with open(os.path.join(a.out, "results-faults.json" if a.faults_only else "results.json"), "w") as f:
             json.dump({"args": vars(a), "results": results}, f, indent=1)
         print(markdown(results[-1:]), flush=True)
     md = markdown(results)
-    with open(os.path.join(a.out, "results.md"), "w") as f:
+    with open(os.path.join(a.out, "results-faults.md" if a.faults_only else "results.md"), "w") as f:
         f.write(md + "\n")
     print(md)
     return 0
