@@ -4,7 +4,8 @@
  * append mode and writes the header again mid-file, so header rows anywhere are skipped (and
  * noted). The step column is `global_samples` for engine events, so with `step_unit: samples` it
  * is divided by `samples_per_step`. A path may be a folder of such files or one file (which may
- * carry several value columns, e.g. `step,loss,lr`).
+ * carry several value columns, e.g. `step,loss,lr`). In a folder, `deepspeed_config.csv` (the run's
+ * configuration, not a metric) is ignored.
  *
  * @module
  */
@@ -14,6 +15,12 @@ import { unreadable } from "./jsonl.ts";
 import { type MetricSeries, READER_CODES, type ReadOptions } from "./series.ts";
 
 const NON_FINITE = /^\s*([+-]?)(nan|inf|infinity)\s*$/i;
+
+/**
+ * The run configuration a csv_monitor may write next to its metric files (`key,value` rows; newer
+ * DeepSpeed versions, `csvMonitor.update_config`). Not a metric: skipped when reading a folder.
+ */
+export const CONFIG_CSV = "deepspeed_config.csv";
 
 /** One CSV file's text with the name it is known by (for diagnostics). */
 export interface CsvSource {
@@ -55,7 +62,9 @@ export async function readDeepspeedCsv(
     if (info.isDirectory) {
       const names: string[] = [];
       for await (const entry of Deno.readDir(path)) {
-        if (entry.isFile && entry.name.endsWith(".csv")) names.push(entry.name);
+        if (entry.isFile && entry.name.endsWith(".csv") && entry.name !== CONFIG_CSV) {
+          names.push(entry.name);
+        }
       }
       names.sort();
       for (const name of names) {

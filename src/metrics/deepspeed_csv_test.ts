@@ -4,30 +4,63 @@ import { readMetrics } from "./read.ts";
 import { READER_CODES } from "./series.ts";
 import { withTempDir } from "../../test/_testing/metrics_fixtures.ts";
 
-Deno.test("readDeepspeedCsv() reads a csv_monitor folder with repeated headers and sample steps", async () => {
+const REAL_CSV = new URL("./testdata/deepspeed_csv", import.meta.url).pathname;
+const REAL_JSONL = new URL("./testdata/deepspeed_parity.jsonl", import.meta.url).pathname;
+
+/** The adapter's full-precision losses of the same real run (testdata/README.md). */
+async function realLosses(): Promise<number[]> {
+  const text = await Deno.readTextFile(REAL_JSONL);
+  return text.trim().split("\n").map((line) => JSON.parse(line).loss);
+}
+
+Deno.test("readDeepspeedCsv() reads a real csv_monitor folder: resumed writer, sample steps", async () => {
+  // DeepSpeed 0.19.8, global batch 8: steps 1-3 by a split, 4-6 by a native resume appending to
+  // the same files (the header repeats mid-file).
+  const series = await readMetrics(REAL_CSV, {
+    format: "deepspeed-csv",
+    step_unit: "samples",
+    samples_per_step: 8,
+  });
+  assert.deepEqual([...series.steps], [1, 2, 3, 4, 5, 6]);
+  // csv.writer writes repr(float): the monitor's losses are the adapter's, bit for bit.
+  assert.deepEqual([...series.values.loss], await realLosses());
+  // The engine logs lr after its scheduler stepped: the LR of the *next* step.
+  assert.deepEqual([...series.values.lr], [
+    0,
+    0.00030000000000000003,
+    0.0006000000000000001,
+    0.0009,
+    0.0012000000000000001,
+    0.0015,
+  ]);
+  const repeated = series.diagnostics.find((d) => d.code === READER_CODES.repeatedHeader);
+  assert.equal(repeated?.level, "info");
+  assert.equal(repeated?.count, 2);
+  assert.ok(series.diagnostics.some((d) => d.code === READER_CODES.lossAlias));
+  assert.ok(!series.diagnostics.some((d) => d.level === "error"));
+});
+
+Deno.test("readDeepspeedCsv() ignores the deepspeed_config.csv a csv_monitor folder may hold", async () => {
   await withTempDir(async (dir) => {
-    // A resumed writer appended to both files: the header appears again mid-file.
+    for await (const entry of Deno.readDir(REAL_CSV)) {
+      await Deno.copyFile(`${REAL_CSV}/${entry.name}`, `${dir}/${entry.name}`);
+    }
+    // The shape newer DeepSpeed writes at initialize (csvMonitor.update_config): key,value rows.
     await Deno.writeTextFile(
-      `${dir}/Train_Samples_train_loss.csv`,
-      "step,train_loss\n8,2.5\n16,2.25\nstep,train_loss\n24,2.125\n32,2.0625\n",
+      `${dir}/deepspeed_config.csv`,
+      "key,value\nzero_stage,2\nfp16,False\noffload_optimizer,None\ntrain_batch_size,8\n",
     );
-    await Deno.writeTextFile(
-      `${dir}/Train_Samples_lr.csv`,
-      "step,lr\n8,0.0001\n16,0.0002\nstep,lr\n24,0.0003\n32,0.0003\n",
-    );
-    const series = await readMetrics(dir, {
-      format: "deepspeed-csv",
-      step_unit: "samples",
-      samples_per_step: 8,
+    const options = { format: "deepspeed-csv", step_unit: "samples", samples_per_step: 8 } as const;
+    const withConfig = await readMetrics(dir, options);
+    const without = await readMetrics(REAL_CSV, options);
+    assert.deepEqual(withConfig, without);
+    assert.deepEqual(Object.keys(withConfig.values).sort(), ["loss", "lr", "train_loss"]);
+    // Read on its own, the file is not metrics at all: every row is an error.
+    const alone = await readMetrics(`${dir}/deepspeed_config.csv`, {
+      ...options,
+      step_unit: "step",
     });
-    assert.deepEqual([...series.steps], [1, 2, 3, 4]);
-    assert.deepEqual([...series.values.loss], [2.5, 2.25, 2.125, 2.0625]);
-    assert.deepEqual([...series.values.lr], [0.0001, 0.0002, 0.0003, 0.0003]);
-    const repeated = series.diagnostics.find((d) => d.code === READER_CODES.repeatedHeader);
-    assert.equal(repeated?.level, "info");
-    assert.equal(repeated?.count, 2);
-    assert.ok(series.diagnostics.some((d) => d.code === READER_CODES.lossAlias));
-    assert.ok(!series.diagnostics.some((d) => d.level === "error"));
+    assert.ok(alone.diagnostics.some((d) => d.level === "error"));
   });
 });
 

@@ -30,6 +30,6 @@ export function readMetrics(path: string, options: ReadOptions = {}): Promise<Me
     case "log":
       return readLog(path, options.pattern);
     case "tensorboard":
-      return readTensorboard(path);
+      return readTensorboard(path, options);
   }
 }

@@ -4,7 +4,8 @@
  * protobufs, of which only `step` (field 2) and `summary.value[]` (field 5 → 1) matter. A value
  * is read from `simple_value` (float32) or a one-element `tensor` (float, double, half, int32,
  * int64). The tag is the metric name; `loss` is aliased from `lm loss`, `train/loss`, ... when
- * absent. A path may be one event file or a folder of them (read in name order).
+ * absent. A path may be one event file or a folder of them (read in name order). Steps may count
+ * samples (`step_unit: samples`, DeepSpeed's monitor), converted as for deepspeed-csv.
  *
  * @module
  */
@@ -12,7 +13,7 @@
 import { SeriesBuilder } from "./_builder.ts";
 import { decodeFields, float32At, float64At, maskedCrc32c, toInt64 } from "./_protobuf.ts";
 import { unreadable } from "./jsonl.ts";
-import { type MetricSeries, READER_CODES } from "./series.ts";
+import { type MetricSeries, READER_CODES, type ReadOptions } from "./series.ts";
 
 /** One event file's bytes with the name shown in diagnostics. */
 export interface EventFileSource {
@@ -22,18 +23,39 @@ export interface EventFileSource {
   bytes: Uint8Array;
 }
 
-/** Parses TensorBoard event files into one series. */
-export function parseTensorboard(sources: EventFileSource[]): MetricSeries {
+/**
+ * Parses TensorBoard event files into one series. `options.step_unit` says what an event's step
+ * counts, as for deepspeed-csv: `step` (the default; Megatron-style writers log iterations) or
+ * `samples` (DeepSpeed's tensorboard monitor logs `engine.global_samples`), which is divided by
+ * `options.samples_per_step` (required then; a count off the optimizer-step grid is an error).
+ */
+export function parseTensorboard(
+  sources: EventFileSource[],
+  options: ReadOptions = {},
+): MetricSeries {
   const builder = new SeriesBuilder();
+  const unit = options.step_unit ?? "step";
+  const perStep = options.samples_per_step;
+  if (unit === "samples" && !perStep) {
+    builder.note(
+      READER_CODES.samplesPerStepMissing,
+      "error",
+      "steps are counted in samples but samples_per_step is not set",
+      "set metrics.samples_per_step (the global batch size) to convert samples to optimizer steps",
+    );
+  }
   for (const source of sources) {
     builder.startSource();
-    readOne(builder, source);
+    readOne(builder, source, unit === "samples" ? perStep : undefined);
   }
   return builder.finish();
 }
 
 /** Reads an event file, or every `*tfevents*` file of a folder. */
-export async function readTensorboard(path: string): Promise<MetricSeries> {
+export async function readTensorboard(
+  path: string,
+  options: ReadOptions = {},
+): Promise<MetricSeries> {
   const sources: EventFileSource[] = [];
   try {
     const info = await Deno.stat(path);
@@ -52,10 +74,14 @@ export async function readTensorboard(path: string): Promise<MetricSeries> {
   } catch (error) {
     return unreadable(path, error);
   }
-  return parseTensorboard(sources);
+  return parseTensorboard(sources, options);
 }
 
-function readOne(builder: SeriesBuilder, source: EventFileSource): void {
+function readOne(
+  builder: SeriesBuilder,
+  source: EventFileSource,
+  perStep: number | undefined,
+): void {
   const bytes = source.bytes;
   const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let pos = 0;
@@ -86,7 +112,7 @@ function readOne(builder: SeriesBuilder, source: EventFileSource): void {
     }
     pos = start + length + 4;
     try {
-      readEvent(builder, payload, source.name, record);
+      readEvent(builder, payload, source.name, record, perStep);
     } catch (error) {
       corrupt(builder, where, `not an Event protobuf (${(error as Error).message})`, false);
     }
@@ -98,6 +124,7 @@ function readEvent(
   payload: Uint8Array,
   name: string,
   record: number,
+  perStep: number | undefined,
 ): void {
   const where = `${name} record ${record}`;
   let step = 0;
@@ -113,6 +140,19 @@ function readEvent(
     }
   }
   if (values.length === 0) return; // file_version, graph, metadata-only events
+  if (perStep) {
+    const raw = step;
+    step = raw / perStep;
+    if (!Number.isInteger(step)) {
+      builder.note(
+        READER_CODES.samplesNotAligned,
+        "error",
+        "sample counts that are not a whole number of optimizer steps",
+        `${where}: ${raw} samples / ${perStep}`,
+      );
+      return;
+    }
+  }
   if (!Number.isInteger(step) || step < 0) {
     builder.note(
       READER_CODES.invalidStep,

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { crc32c, encodeVarint, maskedCrc32c } from "./_protobuf.ts";
 import { READER_CODES } from "./series.ts";
+import { readMetrics } from "./read.ts";
 import { parseTensorboard, readTensorboard } from "./tensorboard.ts";
 import { withTempDir } from "../../test/_testing/metrics_fixtures.ts";
 
@@ -89,4 +90,49 @@ Deno.test("readTensorboard() reads every event file of a folder", async () => {
     const series = await readTensorboard(dir);
     assert.deepEqual([...series.steps], [1, 2]);
   });
+});
+
+const REAL_TB = new URL("./testdata/deepspeed_tensorboard", import.meta.url).pathname;
+const REAL_JSONL = new URL("./testdata/deepspeed_parity.jsonl", import.meta.url).pathname;
+
+Deno.test("readTensorboard() reads DeepSpeed's real tensorboard monitor files in samples", async () => {
+  // DeepSpeed 0.19.8, global batch 8; one event file per process (split 1-3, resume 4-6).
+  const losses = (await Deno.readTextFile(REAL_JSONL)).trim().split("\n").map((l) =>
+    JSON.parse(l).loss
+  );
+  const series = await readMetrics(REAL_TB, {
+    format: "tensorboard",
+    step_unit: "samples",
+    samples_per_step: 8,
+  });
+  assert.deepEqual([...series.steps], [1, 2, 3, 4, 5, 6]);
+  // simple_value is float32: the monitor holds the adapter's float64 losses rounded once.
+  assert.deepEqual([...series.values.loss], losses.map(Math.fround));
+  assert.deepEqual(
+    [...series.values["Train/Samples/lr"]],
+    [0, 0.0003, 0.0006, 0.0009, 0.0012, 0.0015].map(Math.fround),
+  );
+  assert.deepEqual(series.diagnostics.map((d) => d.code), [READER_CODES.lossAlias]);
+});
+
+Deno.test("readTensorboard() honours step_unit like deepspeed-csv", async () => {
+  // Default: steps as written (here global samples).
+  const raw = await readTensorboard(REAL_TB);
+  assert.deepEqual([...raw.steps], [8, 16, 24, 32, 40, 48]);
+  const asSteps = await readMetrics(REAL_TB, { format: "tensorboard", step_unit: "step" });
+  assert.deepEqual([...asSteps.steps], [8, 16, 24, 32, 40, 48]);
+  // samples without samples_per_step: an error, as for deepspeed-csv.
+  const missing = await readMetrics(REAL_TB, { format: "tensorboard", step_unit: "samples" });
+  const m = missing.diagnostics.find((d) => d.code === READER_CODES.samplesPerStepMissing);
+  assert.equal(m?.level, "error");
+  // A sample count off the optimizer-step grid is named, and the record dropped.
+  const off = await readMetrics(REAL_TB, {
+    format: "tensorboard",
+    step_unit: "samples",
+    samples_per_step: 16,
+  });
+  const d = off.diagnostics.find((x) => x.code === READER_CODES.samplesNotAligned);
+  assert.equal(d?.level, "error");
+  assert.equal(d?.count, 6, "3 off-grid steps x 2 events (lr, train_loss)");
+  assert.deepEqual([...off.steps], [1, 2, 3]);
 });
