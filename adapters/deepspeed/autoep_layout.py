@@ -1,6 +1,6 @@
 """Prints, as JSON, the AutoEP expert layout a saved DeepSpeed checkpoint records.
 
-    .venv-deepspeed/bin/python adapters/deepspeed/autoep_layout.py <tag folder or universal folder>
+    .venv-deepspeed/bin/python adapters/deepspeed/autoep_layout.py [--maps] <tag folder or universal folder>
 
 Reads the ``ds_autoep_layers`` metadata DeepSpeed writes into the model-states file
 (``mp_rank_00_model_states.pt``; ZeRO-3: ``zero_pp_rank_0_mp_rank_00_model_states.pt``), and the
@@ -17,6 +17,10 @@ it. Output (one object)::
                              "shard_shape": {"0": [2, 32, 32], "1": [2, 32, 32]}}, ...],
                  "expert_files": [{"file": "layer_0_expert_0_mp_rank_00_model_states.pt", "expert": 0,
                                    "tensors": {"model.layers.0.mlp.experts.w1.0": [32, 32], ...}}, ...]}]}
+
+With ``--maps`` every parameter also carries ``"map"``: the affine map v1 DeepSpeed recorded for it
+(``{"logical_shape", "ranks": {ep_rank: {"shard_shape", "pieces"}}}``), which the preset's planner
+(``plan_autoep.ts``) plans from.
 
 ``ranks`` is the expert placement (which expert-parallel rank holds which global experts), read
 from ``expert_placement``; ``params`` and their per-rank shard shapes from the affine maps. Exit 1
@@ -47,7 +51,7 @@ def _shape(value) -> object:
     return list(value.shape) if hasattr(value, "shape") else repr(type(value).__name__)
 
 
-def layout(folder: str) -> dict:
+def layout(folder: str, with_maps: bool = False) -> dict:
     states = None
     for name in MODEL_STATES:
         path = os.path.join(folder, name)
@@ -78,8 +82,11 @@ def layout(folder: str) -> dict:
         params = []
         for name in sorted(maps):
             pm = maps[name]
-            params.append({"name": name, "logical_shape": pm.get("logical_shape"),
-                           "shard_shape": {str(r): v.get("shard_shape") for r, v in sorted(pm.get("ranks", {}).items())}})
+            param = {"name": name, "logical_shape": pm.get("logical_shape"),
+                     "shard_shape": {str(r): v.get("shard_shape") for r, v in sorted(pm.get("ranks", {}).items())}}
+            if with_maps:
+                param["map"] = pm
+            params.append(param)
         layer_id = meta.get("moe_layer_id")
         layers.append({
             "moe_layer_id": layer_id,
@@ -106,10 +113,12 @@ def layout(folder: str) -> dict:
 
 
 def main(argv: list) -> int:
-    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+    with_maps = "--maps" in argv
+    args = [a for a in argv if a != "--maps"]
+    if len(args) != 1 or args[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    print(json.dumps(layout(argv[0]), indent=1))
+    print(json.dumps(layout(args[0], with_maps), indent=1))
     return 0
 
 
