@@ -108,7 +108,7 @@ Deno.test("detection matrix: a reshard-only experiment passes", async () => {
     const run = await runCli(["run", file, "--results", join(dir, "results"), "--quiet"]);
     const summary = await latestSummary(join(dir, "results"), "reshard-only");
     assert.equal(run.code, 0, describe(summary));
-    assert.ok(summary.comparisons.every((c) => c.verdict === "PASS" && c.lane === "tolerance"));
+    assert.ok(summary.comparisons.every((c) => c.verdict === "PASS" && c.lane === "drift"));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

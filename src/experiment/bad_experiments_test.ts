@@ -131,7 +131,10 @@ const EXPECTED: Record<string, { path: string; message: string }> = {
     path: "schedule.steps",
     message: 'expected a positive integer, got "forty"',
   },
-  "zero_stage_four.json": { path: "trainer.args.zero_stage", message: "expected 0, 1, 2 or 3, got 4" },
+  "zero_stage_four.json": {
+    path: "trainer.args.zero_stage",
+    message: "expected 0, 1, 2 or 3, got 4",
+  },
 };
 
 Deno.test("bad experiment fixtures: every file is listed, and there are at least 24", async () => {

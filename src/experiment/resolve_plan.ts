@@ -108,7 +108,7 @@ function pick(args: TrainerArgs, keys: readonly string[]): Record<string, unknow
 
 /**
  * The lane of a resume against the baseline: declared in the file, else exact on the saved
- * topology and tolerance on another one (reduction order changes with the layout). Arguments
+ * topology and drift on another one (reduction order changes with the layout). Arguments
  * that are not topology never change the lane.
  */
 function chooseLane(
@@ -129,7 +129,7 @@ function chooseLane(
   }
   const what = changed.map((key) => `${key} ${short(saved[key])} → ${short(topology[key])}`);
   return {
-    lane: "tolerance",
+    lane: "drift",
     reason: `topology differs from the saved checkpoint (${what.join(", ")})`,
   };
 }

@@ -128,8 +128,8 @@ export const ResumeSchema = z.object({
   from: z.enum(["native", "universal"]).describe("checkpoint kind to resume from"),
   args: TrainerArgsSchema.optional().describe("topology overrides for this resume"),
   env: envMap.optional().describe("extra environment for this resume"),
-  lane: z.enum(["exact", "tolerance"]).optional()
-    .describe("lane against the baseline; default exact on the saved topology, else tolerance"),
+  lane: z.enum(["exact", "tolerance", "drift"]).optional()
+    .describe("lane against the baseline; default exact on the saved topology, else drift"),
   lane_reason: z.string().optional().describe("why `lane` is set (shown in the report)"),
 }).strict().describe("one resume of the split checkpoint: phase resume-<name>");
 
@@ -156,7 +156,7 @@ export const CompareSchema = z.object({
   a: z.string().describe("reference phase").meta({ examples: ["baseline"] }),
   b: z.string().describe("compared phase").meta({ examples: ["resume-native"] }),
   metric: z.string().default("loss"),
-  lane: z.enum(["exact", "tolerance"]).default("exact"),
+  lane: z.enum(["exact", "tolerance", "drift"]).default("exact"),
   window: z.object({
     from: positiveInt.describe("first step"),
     to: positiveInt.describe("last step (<= schedule.steps)"),

@@ -72,7 +72,9 @@ Deno.test("validateExperiment() reports schema and cross-field problems together
 Deno.test("validateExperiment() does not blame rules on a value the schema already rejected", () => {
   const raw = quickstartRaw() as Loose;
   raw.trainer.preset = "referenc";
-  deepEqual(errorLines(raw), ['trainer.preset: expected "reference", got "referenc" (did you mean reference?)']);
+  deepEqual(errorLines(raw), [
+    'trainer.preset: expected "reference", got "referenc" (did you mean reference?)',
+  ]);
 });
 
 Deno.test("validateExperiment() applies --set before validating", () => {

@@ -17,6 +17,7 @@ import {
   worstVerdict,
 } from "../types/summary.ts";
 import { diagnosticVerdict, PARITY_CODES } from "./codes.ts";
+import { compareDrift } from "./drift.ts";
 import { compareLane, type StepRange } from "./lanes.ts";
 import { deriveRtol, measureNoiseFloor } from "./noise_floor.ts";
 import { planComparisons } from "./plan_comparisons.ts";
@@ -268,15 +269,17 @@ export function judgeSeries(
     : window.length > 0
     ? { from: window[0], to: window[window.length - 1] }
     : plan.window;
-  const lane = compareLane(a, b, {
-    lane: plan.lane,
-    metric: plan.metric,
-    window,
-    rtol: plan.rtol ?? context.tolerance.rtol,
-    atol: plan.atol ?? context.tolerance.atol,
-    maxFailures: plan.max_failures ?? context.tolerance.max_failures,
-    names: [plan.a, plan.b],
-  });
+  const lane = plan.lane === "drift"
+    ? compareDrift(a, b, { metric: plan.metric, window, names: [plan.a, plan.b] })
+    : compareLane(a, b, {
+      lane: plan.lane,
+      metric: plan.metric,
+      window,
+      rtol: plan.rtol ?? context.tolerance.rtol,
+      atol: plan.atol ?? context.tolerance.atol,
+      maxFailures: plan.max_failures ?? context.tolerance.max_failures,
+      names: [plan.a, plan.b],
+    });
   const result: ComparisonSummary = {
     name: plan.name,
     a: plan.a,
@@ -300,16 +303,16 @@ export function judgeSeries(
     if (!windowRounded(s, plan.metric, span)) continue;
     rounded.push(name);
     addOnce(context.diagnostics, {
-      level: plan.lane === "exact" ? "error" : "warning",
+      level: plan.lane !== "tolerance" ? "error" : "warning",
       code: PARITY_CODES.rounded,
       phase: name,
       metric: plan.metric,
       message: `every ${plan.metric} value of ${name} in steps ${span.from}..${span.to} ` +
         "has at most 5 decimals or 6 significant digits: the metrics are rounded" +
-        (plan.lane === "exact" ? ", so an exact lane is meaningless" : ""),
+        (plan.lane !== "tolerance" ? `, so the ${plan.lane} lane is meaningless` : ""),
     });
   }
-  if (rounded.length > 0 && plan.lane === "exact") {
+  if (rounded.length > 0 && plan.lane !== "tolerance") {
     verdict = worstVerdict([verdict, "ERROR"]);
     notes.unshift(`metrics are rounded (${rounded.join(", ")}): an exact lane is meaningless`);
   }

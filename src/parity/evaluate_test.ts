@@ -112,15 +112,16 @@ Deno.test("evaluateRun() fails one ULP of divergence at the first divergent step
   });
 });
 
-Deno.test("evaluateRun() uses the tolerance lane on another topology", async () => {
+Deno.test("evaluateRun() uses the drift lane on another topology", async () => {
   await withTempDir(async (dir) => {
     const records = resumeRecords((s) => ({ loss: loss(s) * (1 + 1e-9) }));
     const e = await evaluateRun(
       await run(dir, { resumes: { "resume-universal": { records, topology: "w4" } } }),
     );
-    assert.equal(e.comparisons[0].lane, "tolerance");
+    assert.equal(e.comparisons[0].lane, "drift");
     assert.equal(e.comparisons[0].verdict, "PASS");
-    assert.equal(e.comparisons[0].rtol, 1e-4);
+    assert.equal(e.comparisons[0].drift?.early_limit_ulp32, 16);
+    assert.ok(e.comparisons[0].drift!.early_max_ulp32 < 1);
     assert.equal(e.verdict, "PASS");
   });
 });

@@ -84,7 +84,7 @@ export interface PlannedComparison {
   /** Metric. */
   metric: string;
   /** Lane. */
-  lane: "exact" | "tolerance";
+  lane: "exact" | "tolerance" | "drift";
   /** Window of steps both sides must have. */
   window: { from: number; to: number };
   /** Tolerance overrides of an explicit entry. */

@@ -15,7 +15,7 @@ export type PhaseTool = "trainer" | "converter" | "planner";
 export type ResumeKind = "native" | "universal" | "plan";
 
 /** A comparison lane. */
-export type Lane = "exact" | "tolerance";
+export type Lane = "exact" | "tolerance" | "drift";
 
 /** Metrics file formats the readers know. */
 export type MetricsFormat = "jsonl" | "deepspeed-csv" | "log" | "tensorboard";
