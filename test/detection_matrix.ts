@@ -109,3 +109,32 @@ export const DETECTION_MATRIX: Detection[] = [
     note: "saving consumed RNG: loaded equals saved, only the loss comparison can catch it",
   },
 ];
+
+/**
+ * Subtle faults, judged on a realistic-length reshard: `experiments/reference/reshard_long.yaml`
+ * (the quickstart's model, 2000 steps, save at 1000, universal reshard 4 → 2 ranks) with
+ * `--set resume.reshard.args.fault=<name>`. Reduction-order drift grows to 10^5 ULPs there, so a
+ * fixed rtol cannot tell these from it; the drift lane must (docs/parity.md, "The drift lane").
+ */
+export const SUBTLE_DETECTIONS: Detection[] = [
+  {
+    fault: "lr-scaled-on-resume",
+    comparison: "baseline~resume-reshard",
+    step: 1002,
+    note: "updates use LR × 1.001: ~50–90 ULPs at N+2 where drift is ≤ 2; digests all match",
+  },
+  {
+    fault: "weight-decay-dropped",
+    comparison: "baseline~resume-reshard",
+    step: 1002,
+    note: "no weight decay after the resume: early jump, and b − a stays negative (bias test)",
+  },
+  {
+    fault: "expert-moments-wrong-rank",
+    comparison: "baseline~resume-reshard",
+    step: 1002,
+    state: "exp_avg",
+    statePhase: "resume-reshard",
+    note: "EP rank 1's first expert gets EP rank 0's Adam moments: thousands of ULPs at N+2",
+  },
+];

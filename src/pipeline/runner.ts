@@ -10,6 +10,7 @@ import { join, relative } from "node:path";
 import { stringify as toYaml } from "yaml";
 import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { evaluateRun, lossesCsv, type PhaseEvidence } from "../parity/mod.ts";
+import { cardLines, causeLine, findRootCauses } from "../parity/root_cause.ts";
 import { interruption } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
@@ -303,6 +304,10 @@ async function judgeRun(
     diagnostics: evaluation.diagnostics,
     git_commit: run.gitCommit,
   };
+  summary.findings = findRootCauses(
+    summary,
+    Object.fromEntries(plan.phases.map((p) => [p.name, p.resumeKind])),
+  );
   if (run.interrupted) {
     summary.diagnostics.push({
       level: "error",
@@ -341,6 +346,7 @@ async function publishRun(
     summary.verdict,
     summary.wall_s,
     relative(Deno.cwd(), runDir) || runDir,
+    { lines: cardLines(summary.findings ?? []), cause: causeLine(summary.findings ?? []) },
   );
 }
 

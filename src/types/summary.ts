@@ -216,6 +216,35 @@ export interface Diagnostic {
   count?: number;
 }
 
+/**
+ * One entry of the root-cause card (`src/parity/root_cause.ts`): what a pattern of failures most
+ * likely means and what to try next.
+ */
+export interface Finding {
+  /** Stable code, e.g. `cause-converter` (docs/parity.md, "Root-cause codes"). */
+  code: string;
+  /** The verdict this finding explains. */
+  verdict: Verdict;
+  /** One or two sentences: what happened and the likely cause. */
+  title: string;
+  /** Short form for the console's last line (README: `a~b FAIL, first divergent step 21; ...`). */
+  headline?: string;
+  /** The next thing to try. */
+  next: string;
+  /** Comparisons this finding groups (identical failures are one finding). */
+  comparisons?: string[];
+  /** First divergent step of the group. */
+  step?: number;
+  /** State components whose restored digest differs. */
+  state?: string[];
+  /** Phases concerned (a failed phase). */
+  phases?: string[];
+  /** Last log lines of a failed phase. */
+  log_tail?: string;
+  /** Supporting lines: one per group of identical failures. */
+  evidence: string[];
+}
+
 /** The whole `summary.json`. */
 export interface RunSummary {
   /** Always 1. */
@@ -256,6 +285,8 @@ export interface RunSummary {
   noise_floor: NoiseFloorSummary;
   /** Pre-flight and sanity findings. */
   diagnostics: Diagnostic[];
+  /** The root-cause card, most decisive first (empty on PASS; absent in older summaries). */
+  findings?: Finding[];
   /** Git commit of the harness tree, when known. */
   git_commit?: string | null;
 }
