@@ -269,8 +269,11 @@ export function groupFailures(failing: ComparisonSummary[]): Group[] {
       });
     }
   }
+  // Earliest first; at one step, groups judged against the baseline, then the largest.
+  const vsBaseline = (g: Group) => g.sample.a === "baseline" ? 0 : 1;
   const out = [...groups.values()].sort((x, y) =>
-    (x.step ?? Infinity) - (y.step ?? Infinity) || y.members.length - x.members.length
+    (x.step ?? Infinity) - (y.step ?? Infinity) || vsBaseline(x) - vsBaseline(y) ||
+    y.members.length - x.members.length
   );
   for (const g of out) {
     g.more = g.members.length > 1 ? ` (+${g.members.length - 1} identical)` : "";
