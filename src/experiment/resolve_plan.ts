@@ -21,7 +21,7 @@ import type {
 } from "../types/phase_spec.ts";
 import { canonicalJson } from "./canonical_json.ts";
 import { phaseGraph, type PhaseNode } from "./phase_graph.ts";
-import { interpolate } from "./placeholders.ts";
+import { interpolate, interpolateArg } from "./placeholders.ts";
 import type { Experiment, TrainerArgs } from "./schema.ts";
 
 /** Topology arguments of a `command:` trainer that declares none (docs/experiment-files.md). */
@@ -249,7 +249,7 @@ function compilePhase(
   };
   const argv = preset
     ? preset.argv(presetCtx)
-    : (entry.command ?? []).map((t) => interpolate(t, vars));
+    : (entry.command ?? []).flatMap((t) => interpolateArg(t, vars));
   const env: Record<string, string> = { ...parityEnv(vars), ...preset?.env?.(presetCtx) };
   for (const [k, v] of Object.entries({ ...entry.env, ...node.resume?.env })) {
     env[k] = interpolate(v, vars);

@@ -216,3 +216,15 @@ Deno.test("resolvePlan() writes the planner's target without the fault and honou
   assert.equal(plan.paths.native, "/r/phases/split/checkpoints/tag-20");
   assert.equal(all.get("resume-plan-balanced")!.paths.plan, "/r/phases/plan-balanced/plan.json");
 });
+
+Deno.test("resolvePlan() gives a per-resume flag through an optional placeholder, dropped elsewhere", () => {
+  const all = specs(experiment({
+    trainer: { command: ["t", "--steps", "${steps}", "--noise=${args.noise?}"] },
+    converter: { command: ["c"] },
+    resume: { noisy: { from: "native", args: { noise: "0.1" } }, plain: { from: "native" } },
+  }));
+  assert.deepEqual(all.get("resume-noisy")!.argv.slice(-1), ["--noise=0.1"]);
+  assert.ok(!all.get("baseline")!.argv.some((a) => a.startsWith("--noise")));
+  assert.ok(!all.get("resume-plain")!.argv.some((a) => a.startsWith("--noise")));
+  assert.equal(all.get("resume-noisy")!.lane?.lane, "exact", "a flag is no topology");
+});
