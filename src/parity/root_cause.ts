@@ -134,17 +134,22 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
         next: "Compare the optimizer hyper-parameters the resumed process applies (LR, weight " +
           "decay, betas, param groups) with the saving run's; reduction-order drift has no bias.",
       });
-    } else if (
-      failed.length > 0 && failed.every(crossTopology) && passed.some((p) => !crossTopology(p))
-    ) {
+    } else if (failed.length > 0 && failed.every(crossTopology)) {
+      const same = passed.some((p) => !crossTopology(p))
+        ? "Resumes on the saved topology pass; those on another topology fail"
+        : "The resumes on another topology fail";
+      const update = first.step === n1 + 1
+        ? " The forward at step " + n1 + " matched, so the first update differs."
+        : "";
       findings.push({
         ...base,
         code: CAUSE_CODES.reshard,
-        title: `Resumes on the saved topology pass; those on another topology fail (${
+        title: `${same} (${
           failed.join(", ")
-        }) by far more than reduction-order drift: the reshard${stateNote}. ${first.headline}${first.more}.`,
+        }) by far more than reduction-order drift: the reshard${stateNote}. ${first.headline}${first.more}.${update}`,
         next: "Check how the loader maps experts and optimizer state onto the new EP ranks " +
-          "(placement, expert index → EP rank); the state check names what moved.",
+          "(placement, expert index → EP rank) and the LR and weight decay the resumed process " +
+          "applies; a state check names what moved, when it moved.",
       });
     } else if (differing.length > 0 && allFail) {
       findings.push({
