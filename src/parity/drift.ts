@@ -37,6 +37,11 @@ export interface DriftOptions {
   minBlockSteps: number;
   /** Largest |t| of the block means of `b - a` that still counts as zero mean. */
   biasT: number;
+  /**
+   * Extra relative allowance of the early window and the bias floor (`|b - a| <= earlyRel·|a|`
+   * also passes): a measured noise floor, so a nondeterministic trainer's noise is not a bug.
+   */
+  earlyRel: number;
 }
 
 /** The defaults: see docs/parity.md for the false-alarm and miss rates they give. */
@@ -47,6 +52,7 @@ export const DRIFT_DEFAULTS: Readonly<DriftOptions> = Object.freeze({
   blocks: 10,
   minBlockSteps: 10,
   biasT: 5,
+  earlyRel: 0,
 });
 
 /** Spacing of float32 values at `|x|` (one float32 ULP). */
@@ -97,7 +103,8 @@ export function compareDrift(
   for (let i = 0; i < early; i++) {
     const u = Math.abs(ys[i] - xs[i]) / ulp32(xs[i]);
     if (u > earlyMax) earlyMax = u;
-    if (u > o.earlyUlp && firstIndex < 0) {
+    const noiseAllows = Math.abs(ys[i] - xs[i]) <= o.earlyRel * Math.abs(xs[i]);
+    if (u > o.earlyUlp && !noiseAllows && firstIndex < 0) {
       firstIndex = i;
       why = `|b-a| = ${Math.abs(ys[i] - xs[i])} is ${Math.round(u)} float32 ULPs at step ${
         steps[i]
@@ -243,7 +250,7 @@ function biasTest(
   const t = se > 0 ? m / se : m === 0 ? 0 : Math.sign(m) * Infinity;
   let scale = 0;
   for (let i = from; i < xs.length; i++) scale += Math.abs(xs[i]);
-  const floor = o.earlyUlp * ulp32(scale / n);
+  const floor = Math.max(o.earlyUlp * ulp32(scale / n), o.earlyRel * (scale / n));
   let failsAt: number | null = null;
   if (Math.abs(t) > o.biasT && Math.abs(m) > floor) {
     // The first block pushing the way the whole window does, by at least half the mean.

@@ -97,3 +97,16 @@ Deno.test("compareDrift() fails missing steps and skips the bias test on short w
   assert.equal(short.drift?.bias_blocks, 0);
   assert.match(short.reason ?? "", /bias test skipped/);
 });
+
+Deno.test("compareDrift() widens the early bound to a measured noise floor (earlyRel)", () => {
+  const { steps, loss } = curve(40);
+  const b = loss.map((x, i) => (i >= 20 ? x * (1 + 2e-6 * (i % 2 ? 1 : -1)) : x));
+  const window = { from: 21, to: 40 };
+  const a = seriesOf(steps, { loss });
+  assert.equal(compareDrift(a, seriesOf(steps, { loss: b }), { window }).verdict, "FAIL");
+  const noisy = compareDrift(a, seriesOf(steps, { loss: b }), {
+    window,
+    drift: { earlyRel: 3e-6 },
+  });
+  assert.equal(noisy.verdict, "PASS", noisy.reason);
+});

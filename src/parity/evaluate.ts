@@ -270,7 +270,17 @@ export function judgeSeries(
     ? { from: window[0], to: window[window.length - 1] }
     : plan.window;
   const lane = plan.lane === "drift"
-    ? compareDrift(a, b, { metric: plan.metric, window, names: [plan.a, plan.b] })
+    ? compareDrift(a, b, {
+      metric: plan.metric,
+      window,
+      names: [plan.a, plan.b],
+      // A measured noise floor widens the early bound: noise is not a bug.
+      drift: context.noise.identical ? {} : {
+        earlyRel: context.tolerance.derived
+          ? context.tolerance.rtol
+          : (context.noise.max_rel_deviation ?? 0) * 1.5,
+      },
+    })
     : compareLane(a, b, {
       lane: plan.lane,
       metric: plan.metric,

@@ -112,7 +112,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
         code: CAUSE_CODES.converter,
         title: `Native resumes pass; universal and reshard resumes fail (${
           failed.join(", ")
-        }): the converter${stateNote}. ${first.headline}${first.more}.`,
+        }): the converter, or the loader of re-sliced checkpoints${stateNote}. ${first.headline}${first.more}.`,
         next: "Inspect the universal converter for the named components (ds_to_universal); if " +
           "the resume read the universal folder as a native one, set " +
           "`checkpoint.load_universal: true` in the DeepSpeed config.",
