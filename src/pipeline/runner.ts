@@ -9,8 +9,14 @@
 import { join, relative } from "node:path";
 import { stringify as toYaml } from "yaml";
 import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts";
-import { evaluateRun, lossesCsv, type PhaseEvidence } from "../parity/mod.ts";
-import { cardLines, causeLine, findRootCauses } from "../parity/root_cause.ts";
+import {
+  cardLines,
+  causeLine,
+  evaluateRun,
+  findRootCauses,
+  lossesCsv,
+  type PhaseEvidence,
+} from "../parity/mod.ts";
 import { interruption } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
