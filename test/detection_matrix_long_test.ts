@@ -53,6 +53,10 @@ for (const row of SUBTLE_DETECTIONS) {
     for (const p of summary.phases.filter((p) => p.name !== "resume-reshard")) {
       assert.equal(p.cached, true, `${p.name} reused`);
     }
+    if (row.cause) {
+      const codes = (summary.findings ?? []).map((f) => f.code);
+      assert.ok(codes.includes(row.cause), `card ${codes.join(", ")}: ${why}`);
+    }
     const check = summary.state_checks.find((s) => s.phase === "resume-reshard")!;
     if (row.state) {
       assert.equal(check.verdict, "FAIL", why);

@@ -84,6 +84,10 @@ for (const row of DETECTION_MATRIX) {
       );
     }
     if (row.diagnostic) assert.ok(summary.diagnostics.some((d) => d.code === row.diagnostic), why);
+    if (row.cause) {
+      const codes = (summary.findings ?? []).map((f) => f.code);
+      assert.ok(codes.includes(row.cause), `card ${codes.join(", ")}: ${why}`);
+    }
     if (row.failedPhase) {
       assert.equal(summary.phases.find((p) => p.name === row.failedPhase)!.status, "failed", why);
     }
