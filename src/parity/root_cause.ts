@@ -22,6 +22,7 @@ export const CAUSE_CODES = {
   plan: "cause-plan",
   reshard: "cause-reshard",
   consumedBeforeFirstStep: "cause-consumed-before-first-step",
+  updateDiffers: "cause-update-differs",
   nondeterministic: "cause-nondeterministic",
   driftBias: "cause-drift-bias",
   noEvidence: "cause-no-evidence",
@@ -169,6 +170,19 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
           "noise floor was measured: the trainer may simply not be bit-deterministic.",
         next: "Add `noise_floor: {repeats: 2}` (and `tolerance: {auto: true}`) to measure it: " +
           "exact lanes then ABSTAIN on noise and a tolerance lane still catches real bugs.",
+      });
+    } else if (allFail && first.step === n1 + 1 && stateEqual) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.updateDiffers,
+        title:
+          `Every resume matches at step ${n1} and fails at ${
+            n1 + 1
+          } (${first.headline}${first.more}) ` +
+          "while every restored-state digest equals the saved one: the first update after the " +
+          "resume differs, not the state.",
+        next: "Compare the optimizer settings the resumed process applies with the saving run's: " +
+          "LR (scale, param-group lr), weight decay, betas/eps, gradient clipping, loss scaling.",
       });
     } else if (allFail && first.step === n1 && (stateEqual || noDigests)) {
       findings.push({

@@ -190,3 +190,10 @@ Deno.test("findRootCauses() cause-phase-failed: the failed phase and its last lo
   assert.equal(f[0].log_tail, "loading shard 3\nRuntimeError: boom");
   assert.equal(causeLine(f), "phase baseline failed: RuntimeError: boom");
 });
+
+Deno.test("findRootCauses() cause-update-differs: all match at N+1, fail at N+2, state equal", () => {
+  const c = RESUMES.map((p) => vs(p, { step: 22, a: 1, b: 1.0001 }));
+  const f = findRootCauses(input(c), KINDS);
+  assert.equal(f[0].code, "cause-update-differs");
+  assert.match(f[0].next, /weight decay/);
+});
