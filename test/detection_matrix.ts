@@ -134,7 +134,7 @@ export const SUBTLE_DETECTIONS: Detection[] = [
     cause: "cause-reshard",
     comparison: "baseline~resume-reshard",
     step: 1002,
-    note: "updates use LR × 1.001: ~50–90 ULPs at N+2 where drift is ≤ 2; digests all match",
+    note: "updates use LR × 1.001: 32–298 ULPs at N+2 where drift is ≤ 1; digests all match",
   },
   {
     fault: "weight-decay-dropped",
