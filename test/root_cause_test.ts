@@ -123,3 +123,23 @@ await Deno.writeTextFile(file, lines.join("\\n") + "\\n", { append: true });
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("root cause: a timeout names the phase, its last log line and the timeout to raise", async () => {
+  const marker = `parity-root-cause-timeout-${Date.now()}`;
+  const r = await runExperiment("timeout", {
+    schedule: { steps: 6, save_at: 3 },
+    trainer: { command: denoCommand("hang_trainer.ts", marker), timeout: 1.5 },
+    resume: { native: { from: "native" } },
+  });
+  try {
+    assert.equal(r.run.code, 3, r.run.stderr);
+    const f = r.summary.findings?.[0];
+    assert.equal(f?.code, "cause-phase-failed");
+    assert.match(f?.next ?? "", /trainer\.timeout/);
+    assert.match(r.run.stderr, /\| hanging with marker/);
+    const last = r.run.stderr.trim().split("\n").pop()!;
+    assert.match(last, /^ERROR timeout in .* — phase baseline timed out: hanging with marker/);
+  } finally {
+    await Deno.remove(r.dir, { recursive: true });
+  }
+});
