@@ -142,12 +142,16 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
       const update = first.step === n1 + 1
         ? " The forward at step " + n1 + " matched, so the first update differs."
         : "";
+      // The drift lane's own sentence says which of its tests broke and by how much.
+      const lane = first.sample.lane === "drift" && first.sample.reason
+        ? ` ${first.sample.reason.replace(/^loss is not reduction-order drift: /, "Drift lane: ")}`
+        : "";
       findings.push({
         ...base,
         code: CAUSE_CODES.reshard,
         title: `${same} (${
           failed.join(", ")
-        }) by far more than reduction-order drift: the reshard${stateNote}. ${first.headline}${first.more}.${update}`,
+        }) by far more than reduction-order drift: the reshard${stateNote}. ${first.headline}${first.more}.${update}${lane}`,
         next: "Check how the loader maps experts and optimizer state onto the new EP ranks " +
           "(placement, expert index → EP rank) and the LR and weight decay the resumed process " +
           "applies; a state check names what moved, when it moved.",
