@@ -96,6 +96,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
       metrics: exp.metrics,
       compare: exp.compare,
       tolerance: exp.tolerance,
+      ...(exp.drift ? { drift: exp.drift } : {}),
     },
   };
 }

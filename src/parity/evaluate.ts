@@ -17,7 +17,8 @@ import {
   worstVerdict,
 } from "../types/summary.ts";
 import { diagnosticVerdict, PARITY_CODES } from "./codes.ts";
-import { compareDrift } from "./drift.ts";
+import { compareDrift, type DriftOptions } from "./drift.ts";
+import type { DriftSpec } from "../types/phase_spec.ts";
 import { compareLane, type StepRange } from "./lanes.ts";
 import { deriveRtol, measureNoiseFloor } from "./noise_floor.ts";
 import { planComparisons } from "./plan_comparisons.ts";
@@ -132,7 +133,14 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     );
   }
 
-  const context: JudgeContext = { phases, judged, noise: noise.summary, tolerance, diagnostics };
+  const context: JudgeContext = {
+    phases,
+    judged,
+    noise: noise.summary,
+    tolerance,
+    diagnostics,
+    drift: driftOptions(input.drift),
+  };
   const comparisons = planned.map((c) => judgeComparison(c, context));
   if (comparisons.length === 0) {
     diagnostics.push({
@@ -249,6 +257,19 @@ export interface JudgeOptions {
   tolerance: ResolvedTolerance;
   /** Where `metrics-rounded` findings are added (once per phase and metric). */
   diagnostics: Diagnostic[];
+  /** Drift lane thresholds set by the experiment. */
+  drift?: Partial<DriftOptions>;
+}
+
+/** The experiment's `drift:` block as the drift lane's options (unset keys keep defaults). */
+export function driftOptions(spec: DriftSpec | undefined): Partial<DriftOptions> {
+  const out: Partial<DriftOptions> = {};
+  if (spec?.early_steps !== undefined) out.earlySteps = spec.early_steps;
+  if (spec?.early_ulp !== undefined) out.earlyUlp = spec.early_ulp;
+  if (spec?.envelope !== undefined) out.envelopeFactor = spec.envelope;
+  if (spec?.blocks !== undefined) out.blocks = spec.blocks;
+  if (spec?.bias_t !== undefined) out.biasT = spec.bias_t;
+  return out;
 }
 
 /**
@@ -275,7 +296,8 @@ export function judgeSeries(
       window,
       names: [plan.a, plan.b],
       // A measured noise floor widens the early bound: noise is not a bug.
-      drift: context.noise.identical ? {} : {
+      drift: context.noise.identical ? { ...context.drift } : {
+        ...context.drift,
         earlyRel: context.tolerance.derived
           ? context.tolerance.rtol
           : (context.noise.max_rel_deviation ?? 0) * 1.5,

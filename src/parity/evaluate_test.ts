@@ -126,6 +126,20 @@ Deno.test("evaluateRun() uses the drift lane on another topology", async () => {
   });
 });
 
+Deno.test("evaluateRun() applies the experiment's drift thresholds to the drift lane", async () => {
+  await withTempDir(async (dir) => {
+    const records = resumeRecords((s) => ({ loss: loss(s) * (1 + 1e-5) }));
+    const fixture = { resumes: { "resume-universal": { records, topology: "w4" } } };
+    const strict = await evaluateRun(await run(dir, fixture));
+    assert.equal(strict.comparisons[0].lane, "drift");
+    assert.equal(strict.comparisons[0].verdict, "FAIL", "1e-5 relative is dozens of ULPs");
+    assert.match(strict.comparisons[0].reason ?? "", /early window/);
+    const loose = await evaluateRun(await run(dir, fixture, { drift: { early_ulp: 400 } }));
+    assert.equal(loose.comparisons[0].verdict, "PASS", loose.comparisons[0].reason);
+    assert.equal(loose.comparisons[0].drift?.early_limit_ulp32, 400);
+  });
+});
+
 Deno.test("evaluateRun() fails a state check and names the differing component", async () => {
   await withTempDir(async (dir) => {
     const records = resumeRecords(() => ({}), { ...DIGESTS, rng: "r2" });

@@ -157,6 +157,22 @@ export interface JudgeSpec {
   compare?: CompareSpec[];
   /** Tolerance lane defaults. */
   tolerance?: ToleranceSpec;
+  /** Drift lane thresholds set in the file (unset keys keep the lane's defaults). */
+  drift?: DriftSpec;
+}
+
+/** The experiment's `drift:` thresholds. */
+export interface DriftSpec {
+  /** Resumed steps judged tightly. */
+  early_steps?: number;
+  /** Allowed early |b - a|, float32 ULPs of a. */
+  early_ulp?: number;
+  /** Allowed later |b - a| over the median step-to-step change of a. */
+  envelope?: number;
+  /** Blocks of the bias test. */
+  blocks?: number;
+  /** Largest |t| of the block means. */
+  bias_t?: number;
 }
 
 /** An experiment compiled for one run folder. */
