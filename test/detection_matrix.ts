@@ -22,6 +22,8 @@ export interface Detection {
   diagnostic?: string;
   /** A phase that must fail (the converter refusing), if any. */
   failedPhase?: string;
+  /** Root-cause code the card must carry (docs/parity.md, "Root-cause codes"), if any. */
+  cause?: string;
   /** What the reader should take from the row. */
   note: string;
 }
@@ -30,6 +32,7 @@ export interface Detection {
 export const DETECTION_MATRIX: Detection[] = [
   {
     fault: "skip-rng-restore",
+    cause: "cause-state-not-restored",
     comparison: "baseline~resume-native",
     step: 21,
     state: "rng",
@@ -38,6 +41,7 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "skip-sampler-restore",
+    cause: "cause-state-not-restored",
     comparison: "baseline~resume-native",
     step: 21,
     state: "sampler",
@@ -46,6 +50,7 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "skip-scheduler-restore",
+    cause: "cause-lr-schedule",
     comparison: "baseline~resume-native",
     step: 22,
     state: "lr_scheduler",
@@ -55,6 +60,7 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "reset-adam-step",
+    cause: "cause-state-not-restored",
     comparison: "baseline~resume-native",
     step: 22,
     state: "optimizer_step",
@@ -63,6 +69,7 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "drop-exp-avg-sq",
+    cause: "cause-converter",
     comparison: "baseline~resume-universal",
     step: 22,
     state: "exp_avg_sq",
@@ -71,6 +78,7 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "master-from-bf16",
+    cause: "cause-converter",
     comparison: "baseline~resume-universal",
     step: 22,
     state: "params",
@@ -79,6 +87,7 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "mid-accumulation-save",
+    cause: "cause-save-mid-accumulation",
     comparison: "baseline~resume-native",
     step: 21,
     diagnostic: "save-mid-accumulation",
@@ -87,6 +96,7 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "converter-transpose",
+    cause: "cause-converter",
     comparison: "baseline~resume-universal",
     step: 21,
     state: "params",
@@ -95,6 +105,7 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "replica-drift",
+    cause: "cause-phase-failed",
     comparison: "baseline~resume-native",
     step: 21,
     state: "params",
@@ -104,8 +115,41 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "save-perturbs-rng",
+    cause: "cause-consumed-before-first-step",
     comparison: "baseline~resume-native",
     step: 21,
     note: "saving consumed RNG: loaded equals saved, only the loss comparison can catch it",
+  },
+];
+
+/**
+ * Subtle faults, judged on a realistic-length reshard: `experiments/reference/reshard_long.yaml`
+ * (the quickstart's model, 2000 steps, save at 1000, universal reshard 4 → 2 ranks) with
+ * `--set resume.reshard.args.fault=<name>`. Reduction-order drift grows to 10^5 ULPs there, so a
+ * fixed rtol cannot tell these from it; the drift lane must (docs/parity.md, "The drift lane").
+ */
+export const SUBTLE_DETECTIONS: Detection[] = [
+  {
+    fault: "lr-scaled-on-resume",
+    cause: "cause-reshard",
+    comparison: "baseline~resume-reshard",
+    step: 1002,
+    note: "updates use LR × 1.001: 32–298 ULPs at N+2 where drift is ≤ 1; digests all match",
+  },
+  {
+    fault: "weight-decay-dropped",
+    cause: "cause-reshard",
+    comparison: "baseline~resume-reshard",
+    step: 1002,
+    note: "no weight decay after the resume: early jump, and b − a stays negative (bias test)",
+  },
+  {
+    fault: "expert-moments-wrong-rank",
+    cause: "cause-reshard",
+    comparison: "baseline~resume-reshard",
+    step: 1002,
+    state: "exp_avg",
+    statePhase: "resume-reshard",
+    note: "EP rank 1's first expert gets EP rank 0's Adam moments: thousands of ULPs at N+2",
   },
 ];

@@ -84,6 +84,10 @@ for (const row of DETECTION_MATRIX) {
       );
     }
     if (row.diagnostic) assert.ok(summary.diagnostics.some((d) => d.code === row.diagnostic), why);
+    if (row.cause) {
+      const codes = (summary.findings ?? []).map((f) => f.code);
+      assert.ok(codes.includes(row.cause), `card ${codes.join(", ")}: ${why}`);
+    }
     if (row.failedPhase) {
       assert.equal(summary.phases.find((p) => p.name === row.failedPhase)!.status, "failed", why);
     }
@@ -108,7 +112,7 @@ Deno.test("detection matrix: a reshard-only experiment passes", async () => {
     const run = await runCli(["run", file, "--results", join(dir, "results"), "--quiet"]);
     const summary = await latestSummary(join(dir, "results"), "reshard-only");
     assert.equal(run.code, 0, describe(summary));
-    assert.ok(summary.comparisons.every((c) => c.verdict === "PASS" && c.lane === "tolerance"));
+    assert.ok(summary.comparisons.every((c) => c.verdict === "PASS" && c.lane === "drift"));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

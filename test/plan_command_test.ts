@@ -70,7 +70,7 @@ Deno.test("parity plan shows a changed setting as a phase that runs again, and l
     assert.match(text.stdout, /\[3\/12\] resume-native \(resume\) — runs/);
     assert.match(
       text.stdout,
-      /lane vs baseline: tolerance \(topology differs from the saved checkpoint/,
+      /lane vs baseline: drift \(topology differs from the saved checkpoint/,
     );
     const bad = await runCli(["plan", QUICKSTART, "--set", "schedule.save_at=400"]);
     assert.equal(bad.code, 2, "an invalid file is refused as by run");

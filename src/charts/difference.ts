@@ -30,7 +30,7 @@ export interface DifferenceInput {
   /** Metric compared. */
   metric: string;
   /** Lane: exact lanes get the ULP panel. */
-  lane: "exact" | "tolerance";
+  lane: "exact" | "tolerance" | "drift";
   /** Series of `a`. */
   seriesA: Series;
   /** Series of `b`. */

@@ -1,6 +1,8 @@
 /**
  * `${name}` placeholders in argv, env, cwd and metrics-path templates. `$${` writes a literal
- * `${`; any other `$` is literal too. Validation checks every name against the scope of the
+ * `${`; any other `$` is literal too. `${name?}` is **optional**: an unset or empty value
+ * expands to nothing, and an argv element holding an empty optional placeholder is dropped
+ * whole (`"--noise=${args.noise?}"` reaches only the phases that set `noise`). Validation checks every name against the scope of the
  * program (trainer, converter or planner); the pipeline calls {@link interpolate} at run time.
  *
  * @module
@@ -43,8 +45,8 @@ export class PlaceholderError extends Error {
   }
 }
 
-/** A piece of a parsed template: literal text or a placeholder name. */
-export type TemplatePart = { text: string } | { name: string };
+/** A piece of a parsed template: literal text or a placeholder name (`optional` for `${x?}`). */
+export type TemplatePart = { text: string } | { name: string; optional?: boolean };
 
 /**
  * Splits a template into literal text and placeholders.
@@ -70,7 +72,9 @@ export function parseTemplate(template: string): TemplatePart[] {
       if (name.trim() === "") throw new PlaceholderError("empty placeholder ${}");
       if (text !== "") parts.push({ text });
       text = "";
-      parts.push({ name });
+      if (name.endsWith("?") && name.length > 1) {
+        parts.push({ name: name.slice(0, -1), optional: true });
+      } else parts.push({ name });
       i = end + 1;
     } else {
       text += template[i];
@@ -114,6 +118,7 @@ export function interpolate(template: string, vars: Record<string, string>): str
       out += part.text;
       continue;
     }
+    if (part.optional && !Object.hasOwn(vars, part.name)) continue;
     if (!Object.hasOwn(vars, part.name)) {
       throw new PlaceholderError(
         `unknown placeholder \${${part.name}}${
@@ -126,12 +131,32 @@ export function interpolate(template: string, vars: Record<string, string>): str
   return out;
 }
 
+/**
+ * Expands one argv template: like {@link interpolate}, but an element holding an optional
+ * placeholder (`${args.noise?}`) whose value is unset or empty is dropped (an empty list), so a
+ * flag meant for one resume needs no do-nothing value elsewhere.
+ *
+ * @example
+ * ```ts
+ * interpolateArg("--noise=${args.noise?}", {}); // []
+ * interpolateArg("--noise=${args.noise?}", { "args.noise": "1" }); // ["--noise=1"]
+ * ```
+ */
+export function interpolateArg(template: string, vars: Record<string, string>): string[] {
+  const empty = parseTemplate(template).some((part) =>
+    "name" in part && part.optional && (vars[part.name] ?? "") === ""
+  );
+  return empty ? [] : [interpolate(template, vars)];
+}
+
 /** What templates of one program may refer to. */
 export interface PlaceholderScope {
   /** Fixed names (see {@link PLACEHOLDERS}). */
   names: readonly string[];
   /** Keys usable as `${args.<key>}`. */
   argKeys: readonly string[];
+  /** Keys usable only as optional `${args.<key>?}` (set by some resumes, not by all phases). */
+  optionalArgKeys?: readonly string[];
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -141,15 +166,19 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * you mean ${steps}?)`) or undefined.
  */
 export function checkTemplate(template: string, scope: PlaceholderScope): string | undefined {
-  let names: string[];
+  let parts: TemplatePart[];
   try {
-    names = placeholdersIn(template);
+    parts = parseTemplate(template);
   } catch (error) {
     return (error as Error).message;
   }
   const known = [...scope.names, ...scope.argKeys.map((key) => `args.${key}`)];
-  for (const name of names) {
+  const optional = (scope.optionalArgKeys ?? []).map((key) => `args.${key}`);
+  for (const part of parts) {
+    if (!("name" in part)) continue;
+    const name = part.name;
     if (known.includes(name)) continue;
+    if (part.optional && optional.includes(name)) continue;
     if (name.startsWith("env.")) {
       if (ENV_NAME.test(name.slice(4))) continue;
       return `invalid environment variable name in \${${name}}`;

@@ -2,6 +2,7 @@ import { deepEqual, equal, throws } from "node:assert/strict";
 import {
   checkTemplate,
   interpolate,
+  interpolateArg,
   PlaceholderError,
   PLACEHOLDERS,
   placeholdersIn,
@@ -72,4 +73,20 @@ Deno.test("checkTemplate() knows each program's scope, args keys and env names",
     undefined,
   );
   equal(checkTemplate("${x", trainer), "unterminated placeholder ${x (write $${ for a literal ${)");
+});
+
+Deno.test("interpolateArg() drops an argv element whose optional placeholder is unset or empty", () => {
+  deepEqual(interpolateArg("--noise=${args.noise?}", {}), []);
+  deepEqual(interpolateArg("--noise=${args.noise?}", { "args.noise": "" }), []);
+  deepEqual(interpolateArg("--noise=${args.noise?}", { "args.noise": "0.1" }), ["--noise=0.1"]);
+  deepEqual(interpolateArg("${args.noise}", { "args.noise": "" }), [""], "plain stays an element");
+  equal(interpolate("a${args.x?}b", {}), "ab");
+  throws(() => interpolateArg("${args.x}", {}), /unknown placeholder/);
+});
+
+Deno.test("checkTemplate() accepts an optional placeholder for an argument only some resumes set", () => {
+  const scope = { names: ["steps"], argKeys: ["world_size"], optionalArgKeys: ["noise"] };
+  equal(checkTemplate("--noise=${args.noise?}", scope), undefined);
+  equal(checkTemplate("--noise=${args.noise}", scope)?.includes("no argument noise"), true);
+  equal(checkTemplate("${args.nosie?}", scope)?.includes("unknown placeholder"), true);
 });

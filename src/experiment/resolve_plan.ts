@@ -21,7 +21,7 @@ import type {
 } from "../types/phase_spec.ts";
 import { canonicalJson } from "./canonical_json.ts";
 import { phaseGraph, type PhaseNode } from "./phase_graph.ts";
-import { interpolate } from "./placeholders.ts";
+import { interpolate, interpolateArg } from "./placeholders.ts";
 import type { Experiment, TrainerArgs } from "./schema.ts";
 
 /** Topology arguments of a `command:` trainer that declares none (docs/experiment-files.md). */
@@ -97,6 +97,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
       compare: exp.compare,
       tolerance: exp.tolerance,
       golden: exp.golden ?? false,
+      ...(exp.drift ? { drift: exp.drift } : {}),
     },
   };
 }
@@ -109,7 +110,7 @@ function pick(args: TrainerArgs, keys: readonly string[]): Record<string, unknow
 
 /**
  * The lane of a resume against the baseline: declared in the file, else exact on the saved
- * topology and tolerance on another one (reduction order changes with the layout). Arguments
+ * topology and drift on another one (reduction order changes with the layout). Arguments
  * that are not topology never change the lane.
  */
 function chooseLane(
@@ -130,7 +131,7 @@ function chooseLane(
   }
   const what = changed.map((key) => `${key} ${short(saved[key])} → ${short(topology[key])}`);
   return {
-    lane: "tolerance",
+    lane: "drift",
     reason: `topology differs from the saved checkpoint (${what.join(", ")})`,
   };
 }
@@ -250,7 +251,7 @@ function compilePhase(
   };
   const argv = preset
     ? preset.argv(presetCtx)
-    : (entry.command ?? []).map((t) => interpolate(t, vars));
+    : (entry.command ?? []).flatMap((t) => interpolateArg(t, vars));
   const env: Record<string, string> = { ...parityEnv(vars), ...preset?.env?.(presetCtx) };
   for (const [k, v] of Object.entries({ ...entry.env, ...node.resume?.env })) {
     env[k] = interpolate(v, vars);

@@ -151,7 +151,7 @@ Deno.test("resolvePlan() chooses each resume's lane from declared topology, and 
     reason: "same topology as the saved checkpoint",
   }, "a fault is no topology");
   assert.deepEqual(all.get("resume-reshard")!.lane, {
-    lane: "tolerance",
+    lane: "drift",
     reason: "topology differs from the saved checkpoint (world_size 4 → 2)",
   });
   assert.deepEqual(all.get("resume-pinned")!.lane, {
@@ -172,7 +172,7 @@ Deno.test("resolvePlan() keeps a command trainer's non-topology flags out of the
   });
   const all = specs(exp);
   assert.equal(all.get("resume-noisy")!.lane?.lane, "exact", "noise is not declared topology");
-  assert.equal(all.get("resume-wider")!.lane?.lane, "tolerance");
+  assert.equal(all.get("resume-wider")!.lane?.lane, "drift");
   const declared = specs(experiment({
     trainer: {
       command: ["t"],
@@ -181,7 +181,7 @@ Deno.test("resolvePlan() keeps a command trainer's non-topology flags out of the
     },
     resume: { noisy: { from: "native", args: { noise: "1" } } },
   }));
-  assert.equal(declared.get("resume-noisy")!.lane?.lane, "tolerance", "declared topology");
+  assert.equal(declared.get("resume-noisy")!.lane?.lane, "drift", "declared topology");
 });
 
 Deno.test("resolvePlan() takes gradient accumulation from the schedule or the preset's argument", () => {
@@ -215,4 +215,16 @@ Deno.test("resolvePlan() writes the planner's target without the fault and honou
   assert.equal(plan.target?.world_size, 2);
   assert.equal(plan.paths.native, "/r/phases/split/checkpoints/tag-20");
   assert.equal(all.get("resume-plan-balanced")!.paths.plan, "/r/phases/plan-balanced/plan.json");
+});
+
+Deno.test("resolvePlan() gives a per-resume flag through an optional placeholder, dropped elsewhere", () => {
+  const all = specs(experiment({
+    trainer: { command: ["t", "--steps", "${steps}", "--noise=${args.noise?}"] },
+    converter: { command: ["c"] },
+    resume: { noisy: { from: "native", args: { noise: "0.1" } }, plain: { from: "native" } },
+  }));
+  assert.deepEqual(all.get("resume-noisy")!.argv.slice(-1), ["--noise=0.1"]);
+  assert.ok(!all.get("baseline")!.argv.some((a) => a.startsWith("--noise")));
+  assert.ok(!all.get("resume-plain")!.argv.some((a) => a.startsWith("--noise")));
+  assert.equal(all.get("resume-noisy")!.lane?.lane, "exact", "a flag is no topology");
 });

@@ -146,7 +146,11 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
         add(`${kind}.code_inputs[${i}]`, "expected a command after '!'");
       }
     });
-    checkTemplates(kind, entry, Object.keys(programArgs(exp, kind)), add);
+    // Optional `${args.x?}` may name an argument only some resumes set.
+    const resumeKeys = kind === "trainer"
+      ? Object.values(exp.resume).flatMap((r) => Object.keys(r.args ?? {}))
+      : [];
+    checkTemplates(kind, entry, Object.keys(programArgs(exp, kind)), add, resumeKeys);
   }
   for (const [name, entry] of Object.entries(exp.resume)) {
     const argKeys = Object.keys(mergeArgs(exp.trainer.args, entry.args));
@@ -435,8 +439,14 @@ function namedGroups(pattern: string): string[] {
   return Object.keys(match?.groups ?? {});
 }
 
-function checkTemplates(kind: ProgramKind, entry: ProcessEntry, argKeys: string[], add: Add) {
-  const scope = { names: PLACEHOLDERS[kind], argKeys };
+function checkTemplates(
+  kind: ProgramKind,
+  entry: ProcessEntry,
+  argKeys: string[],
+  add: Add,
+  optionalArgKeys: string[] = [],
+) {
+  const scope = { names: PLACEHOLDERS[kind], argKeys, optionalArgKeys };
   const check = (path: string, template: string) => {
     const problem = checkTemplate(template, scope);
     if (problem) add(path, problem);

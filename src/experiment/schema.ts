@@ -128,8 +128,8 @@ export const ResumeSchema = z.object({
   from: z.enum(["native", "universal"]).describe("checkpoint kind to resume from"),
   args: TrainerArgsSchema.optional().describe("topology overrides for this resume"),
   env: envMap.optional().describe("extra environment for this resume"),
-  lane: z.enum(["exact", "tolerance"]).optional()
-    .describe("lane against the baseline; default exact on the saved topology, else tolerance"),
+  lane: z.enum(["exact", "tolerance", "drift"]).optional()
+    .describe("lane against the baseline; default exact on the saved topology, else drift"),
   lane_reason: z.string().optional().describe("why `lane` is set (shown in the report)"),
 }).strict().describe("one resume of the split checkpoint: phase resume-<name>");
 
@@ -139,6 +139,19 @@ export const ToleranceSchema = z.object({
   atol: nonNegativeNumber.default(0).describe("absolute tolerance"),
   max_failures: nonNegativeInt.default(0).describe("steps allowed outside the tolerance"),
 }).strict().describe("fixed tolerance lane settings");
+
+/** Thresholds of the drift lane (docs/parity.md, "The drift lane"); unset keys keep defaults. */
+export const DriftSchema = z.object({
+  early_steps: positiveInt.optional().describe("resumed steps judged tightly (default 10)"),
+  early_ulp: z.number("expected a number").positive("expected a positive number").optional()
+    .describe("allowed early |b - a| in float32 ULPs of a (default 16)"),
+  envelope: z.number("expected a number").positive("expected a positive number").optional()
+    .describe("allowed later |b - a| over the median step-to-step change of a (default 1)"),
+  blocks: z.int("expected an integer").min(2, "expected at least 2").optional()
+    .describe("blocks of the bias test (default 10)"),
+  bias_t: z.number("expected a number").positive("expected a positive number").optional()
+    .describe("largest |t| of the block means of b - a (default 5)"),
+}).strict().describe("drift lane thresholds");
 
 /** Settings of `tolerance: auto` (Megatron's compute_golden_statistics rule). */
 export const AutoToleranceSchema = z.object({
@@ -156,7 +169,7 @@ export const CompareSchema = z.object({
   a: z.string().describe("reference phase").meta({ examples: ["baseline"] }),
   b: z.string().describe("compared phase").meta({ examples: ["resume-native"] }),
   metric: z.string().default("loss"),
-  lane: z.enum(["exact", "tolerance"]).default("exact"),
+  lane: z.enum(["exact", "tolerance", "drift"]).default("exact"),
   window: z.object({
     from: positiveInt.describe("first step"),
     to: positiveInt.describe("last step (<= schedule.steps)"),
@@ -210,6 +223,7 @@ export const ExperimentObjectSchema = z.object({
   }).strict().default({ repeats: 0 }),
   tolerance: z.union([ToleranceSchema, AutoToleranceSchema]).optional()
     .describe("tolerance lane defaults"),
+  drift: DriftSchema.optional().describe("drift lane thresholds (resumes on another topology)"),
   metrics: z.array(z.string()).min(1, "expected at least one metric").default(["loss"])
     .describe("metrics compared by default"),
   compare: z.array(CompareSchema).optional(),

@@ -17,6 +17,8 @@ import {
   worstVerdict,
 } from "../types/summary.ts";
 import { diagnosticVerdict, PARITY_CODES } from "./codes.ts";
+import { compareDrift, type DriftOptions } from "./drift.ts";
+import type { DriftSpec } from "../types/phase_spec.ts";
 import { compareLane, type StepRange } from "./lanes.ts";
 import { deriveRtol, measureNoiseFloor } from "./noise_floor.ts";
 import { planComparisons } from "./plan_comparisons.ts";
@@ -131,7 +133,14 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     );
   }
 
-  const context: JudgeContext = { phases, judged, noise: noise.summary, tolerance, diagnostics };
+  const context: JudgeContext = {
+    phases,
+    judged,
+    noise: noise.summary,
+    tolerance,
+    diagnostics,
+    drift: driftOptions(input.drift),
+  };
   const comparisons = planned.map((c) => judgeComparison(c, context));
   if (comparisons.length === 0) {
     diagnostics.push({
@@ -248,6 +257,19 @@ export interface JudgeOptions {
   tolerance: ResolvedTolerance;
   /** Where `metrics-rounded` findings are added (once per phase and metric). */
   diagnostics: Diagnostic[];
+  /** Drift lane thresholds set by the experiment. */
+  drift?: Partial<DriftOptions>;
+}
+
+/** The experiment's `drift:` block as the drift lane's options (unset keys keep defaults). */
+export function driftOptions(spec: DriftSpec | undefined): Partial<DriftOptions> {
+  const out: Partial<DriftOptions> = {};
+  if (spec?.early_steps !== undefined) out.earlySteps = spec.early_steps;
+  if (spec?.early_ulp !== undefined) out.earlyUlp = spec.early_ulp;
+  if (spec?.envelope !== undefined) out.envelopeFactor = spec.envelope;
+  if (spec?.blocks !== undefined) out.blocks = spec.blocks;
+  if (spec?.bias_t !== undefined) out.biasT = spec.bias_t;
+  return out;
 }
 
 /**
@@ -268,15 +290,28 @@ export function judgeSeries(
     : window.length > 0
     ? { from: window[0], to: window[window.length - 1] }
     : plan.window;
-  const lane = compareLane(a, b, {
-    lane: plan.lane,
-    metric: plan.metric,
-    window,
-    rtol: plan.rtol ?? context.tolerance.rtol,
-    atol: plan.atol ?? context.tolerance.atol,
-    maxFailures: plan.max_failures ?? context.tolerance.max_failures,
-    names: [plan.a, plan.b],
-  });
+  const lane = plan.lane === "drift"
+    ? compareDrift(a, b, {
+      metric: plan.metric,
+      window,
+      names: [plan.a, plan.b],
+      // A measured noise floor widens the early bound: noise is not a bug.
+      drift: context.noise.identical ? { ...context.drift } : {
+        ...context.drift,
+        earlyRel: context.tolerance.derived
+          ? context.tolerance.rtol
+          : (context.noise.max_rel_deviation ?? 0) * 1.5,
+      },
+    })
+    : compareLane(a, b, {
+      lane: plan.lane,
+      metric: plan.metric,
+      window,
+      rtol: plan.rtol ?? context.tolerance.rtol,
+      atol: plan.atol ?? context.tolerance.atol,
+      maxFailures: plan.max_failures ?? context.tolerance.max_failures,
+      names: [plan.a, plan.b],
+    });
   const result: ComparisonSummary = {
     name: plan.name,
     a: plan.a,
@@ -300,16 +335,16 @@ export function judgeSeries(
     if (!windowRounded(s, plan.metric, span)) continue;
     rounded.push(name);
     addOnce(context.diagnostics, {
-      level: plan.lane === "exact" ? "error" : "warning",
+      level: plan.lane !== "tolerance" ? "error" : "warning",
       code: PARITY_CODES.rounded,
       phase: name,
       metric: plan.metric,
       message: `every ${plan.metric} value of ${name} in steps ${span.from}..${span.to} ` +
         "has at most 5 decimals or 6 significant digits: the metrics are rounded" +
-        (plan.lane === "exact" ? ", so an exact lane is meaningless" : ""),
+        (plan.lane !== "tolerance" ? `, so the ${plan.lane} lane is meaningless` : ""),
     });
   }
-  if (rounded.length > 0 && plan.lane === "exact") {
+  if (rounded.length > 0 && plan.lane !== "tolerance") {
     verdict = worstVerdict([verdict, "ERROR"]);
     notes.unshift(`metrics are rounded (${rounded.join(", ")}): an exact lane is meaningless`);
   }

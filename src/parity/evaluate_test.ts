@@ -112,16 +112,31 @@ Deno.test("evaluateRun() fails one ULP of divergence at the first divergent step
   });
 });
 
-Deno.test("evaluateRun() uses the tolerance lane on another topology", async () => {
+Deno.test("evaluateRun() uses the drift lane on another topology", async () => {
   await withTempDir(async (dir) => {
     const records = resumeRecords((s) => ({ loss: loss(s) * (1 + 1e-9) }));
     const e = await evaluateRun(
       await run(dir, { resumes: { "resume-universal": { records, topology: "w4" } } }),
     );
-    assert.equal(e.comparisons[0].lane, "tolerance");
+    assert.equal(e.comparisons[0].lane, "drift");
     assert.equal(e.comparisons[0].verdict, "PASS");
-    assert.equal(e.comparisons[0].rtol, 1e-4);
+    assert.equal(e.comparisons[0].drift?.early_limit_ulp32, 16);
+    assert.ok(e.comparisons[0].drift!.early_max_ulp32 < 1);
     assert.equal(e.verdict, "PASS");
+  });
+});
+
+Deno.test("evaluateRun() applies the experiment's drift thresholds to the drift lane", async () => {
+  await withTempDir(async (dir) => {
+    const records = resumeRecords((s) => ({ loss: loss(s) * (1 + 1e-5) }));
+    const fixture = { resumes: { "resume-universal": { records, topology: "w4" } } };
+    const strict = await evaluateRun(await run(dir, fixture));
+    assert.equal(strict.comparisons[0].lane, "drift");
+    assert.equal(strict.comparisons[0].verdict, "FAIL", "1e-5 relative is dozens of ULPs");
+    assert.match(strict.comparisons[0].reason ?? "", /early window/);
+    const loose = await evaluateRun(await run(dir, fixture, { drift: { early_ulp: 400 } }));
+    assert.equal(loose.comparisons[0].verdict, "PASS", loose.comparisons[0].reason);
+    assert.equal(loose.comparisons[0].drift?.early_limit_ulp32, 400);
   });
 });
 

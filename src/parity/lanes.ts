@@ -7,8 +7,9 @@
  *   float32-representable), max/mean absolute and max relative difference.
  * - **tolerance**: `|b - a| <= atol + rtol * |a|` with a failure budget `max_failures`.
  *
- * In both lanes a window step missing on either side, or NaN/infinite on either side, is a
- * failure that no budget absorbs: the verdict is FAIL, never PASS. An empty window is ERROR.
+ * In both lanes a window step missing on either side, or NaN/infinite on one side, is a
+ * failure that no budget absorbs: the verdict is FAIL, never PASS. NaN/infinite on **both**
+ * sides is no evidence either way: ERROR, unless another step fails. An empty window is ERROR.
  *
  * @module
  */
@@ -17,7 +18,7 @@ import type { MetricSeries } from "../metrics/series.ts";
 import type { ComparisonSummary } from "../types/summary.ts";
 import { ulpDistance32, ulpDistance64 } from "./ulp.ts";
 
-/** Lane names. */
+/** Lane names of {@link compareLane} (the drift lane is `drift.ts`). */
 export type Lane = "exact" | "tolerance";
 
 /** Settings of one lane run. */
@@ -154,6 +155,8 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
   let failures = 0;
   let missing = 0;
   let nonFinite = 0;
+  let bothNonFinite = 0;
+  let firstBoth = -1; // index into window of the first step non-finite on both sides
   let firstFail = -1; // index into window
   let firstA: number | null = null;
   let firstB: number | null = null;
@@ -188,6 +191,12 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     const x = valuesA[ia];
     const y = valuesB[ib];
     // NaN fails x - x === 0; so does ±Infinity.
+    if (x - x !== 0 && y - y !== 0) {
+      // Nothing diverged that the metric can show: no evidence, not a failure.
+      bothNonFinite++;
+      if (firstBoth < 0) firstBoth = w;
+      continue;
+    }
     if (x - x !== 0 || y - y !== 0) {
       nonFinite++;
       failures++;
@@ -263,6 +272,7 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     missing_steps: missing,
     non_finite: nonFinite,
   };
+  if (bothNonFinite > 0) result.both_non_finite = bothNonFinite;
   if (!exact) {
     result.rtol = rtol;
     result.atol = atol;
@@ -280,6 +290,14 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     result.reason = `${metric} first fails at step ${stepAt(firstFail)} (${firstKind}); ${
       parts.join(" and ")
     } of ${compared} window steps (${span}), and such steps always fail.`;
+  } else if (bothNonFinite > 0 && failures === 0) {
+    result.verdict = "ERROR";
+    result.reason =
+      `${metric} is NaN or infinite on both sides at ${bothNonFinite} of ${compared} ` +
+      `window steps (first: step ${
+        stepAt(firstBoth)
+      }), so nothing can be proven there; the finite steps agree. Find where the loss blew up ` +
+      `in both runs (it is no resume divergence).`;
   } else if (exact) {
     if (failures > 0) {
       result.verdict = "FAIL";

@@ -91,14 +91,29 @@ Deno.test("compareLane() fails a step whose metric is absent although the step e
   assert.equal(r.first_divergent_step, 22);
 });
 
-Deno.test("compareLane() fails NaN and infinity on either side, even on both", () => {
-  const a = seriesOf(steps, { loss: [2.5, Number.NaN, 2.3, Number.POSITIVE_INFINITY] });
-  const b = seriesOf(steps, { loss: [2.5, Number.NaN, 2.3, Number.POSITIVE_INFINITY] });
+Deno.test("compareLane() fails NaN and infinity on one side", () => {
+  const a = seriesOf(steps, { loss: [2.5, Number.NaN, 2.3, 2.2] });
+  const b = seriesOf(steps, { loss: [2.5, 2.4, 2.3, Number.POSITIVE_INFINITY] });
   const r = compareLane(a, b, { lane: "exact", window: rangeWindow(21, 24) });
   assert.equal(r.verdict, "FAIL");
   assert.equal(r.non_finite, 2);
-  assert.deepEqual(r.divergence, { step: 22, a: null, b: null });
-  assert.match(r.reason ?? "", /not finite \(a=NaN, b=NaN\)/);
+  assert.deepEqual(r.divergence, { step: 22, a: null, b: 2.4 });
+  assert.match(r.reason ?? "", /not finite \(a=NaN, b=2.4\)/);
+});
+
+Deno.test("compareLane() calls NaN or infinity on both sides ERROR (no evidence), never PASS", () => {
+  const a = seriesOf(steps, { loss: [2.5, Number.NaN, 2.3, Number.POSITIVE_INFINITY] });
+  const b = seriesOf(steps, { loss: [2.5, Number.NaN, 2.3, Number.POSITIVE_INFINITY] });
+  for (const lane of ["exact", "tolerance"] as const) {
+    const r = compareLane(a, b, { lane, window: rangeWindow(21, 24) });
+    assert.equal(r.verdict, "ERROR");
+    assert.equal(r.both_non_finite, 2);
+    assert.equal(r.non_finite, 0);
+    assert.match(r.reason ?? "", /NaN or infinite on both sides .*\(first: step 22\)/);
+  }
+  // A real divergence elsewhere still FAILs.
+  const c = seriesOf(steps, { loss: [2.5, Number.NaN, 2.31, Number.POSITIVE_INFINITY] });
+  assert.equal(compareLane(a, c, { lane: "exact", window: rangeWindow(21, 24) }).verdict, "FAIL");
 });
 
 Deno.test("compareLane() tolerance applies atol + rtol * |a| and the failure budget", () => {

@@ -40,6 +40,22 @@ export {
   type StepRange,
   unionWindow,
 } from "./lanes.ts";
+export {
+  compareDrift,
+  DRIFT_DEFAULTS,
+  type DriftOptions,
+  medianStepChange,
+  ulp32,
+} from "./drift.ts";
+export {
+  cardLines,
+  CAUSE_CODES,
+  causeLine,
+  findRootCauses,
+  groupFailures,
+  type ResumeKinds,
+  type RootCauseInput,
+} from "./root_cause.ts";
 export { type ComparisonPlan, planComparisons, type ReportsMetric } from "./plan_comparisons.ts";
 export {
   deriveRtol,

@@ -1,6 +1,6 @@
 /**
  * Which comparisons a run makes. Without `compare:`: the baseline against every resume (exact
- * when the resume runs on the saved topology, tolerance otherwise, unless the resume sets
+ * when the resume runs on the saved topology, drift otherwise, unless the resume sets
  * `lane`), and exact between every two resumes that share a target topology other than the
  * saved one (e.g. universal reshard vs plan reshard; two resumes on the saved topology are each
  * compared exactly with the baseline already). Each uses every listed metric both phases report
@@ -122,7 +122,7 @@ function planDefaults(input: EvaluationInput, reports: ReportsMetric): Compariso
 function laneByTopology(sameTopology: boolean): LaneChoice {
   return sameTopology
     ? { lane: "exact", reason: "same topology as the saved checkpoint" }
-    : { lane: "tolerance", reason: "topology differs from the saved checkpoint" };
+    : { lane: "drift", reason: "topology differs from the saved checkpoint" };
 }
 
 /** Listed metrics both phases report; `loss` always (its absence must surface, not vanish). */

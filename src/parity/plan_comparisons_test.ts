@@ -25,13 +25,13 @@ function input(extra: Partial<EvaluationInput> = {}): EvaluationInput {
 
 const everyone = () => true;
 
-Deno.test("planComparisons() defaults: exact on the saved topology, tolerance elsewhere", () => {
+Deno.test("planComparisons() defaults: exact on the saved topology, drift elsewhere", () => {
   const { comparisons } = planComparisons(input(), everyone);
   const lanes = Object.fromEntries(comparisons.map((c) => [c.name, c.lane]));
   assert.deepEqual(lanes, {
     "baseline~resume-native": "exact",
-    "baseline~resume-universal": "tolerance",
-    "baseline~resume-plan-first_holder": "tolerance",
+    "baseline~resume-universal": "drift",
+    "baseline~resume-plan-first_holder": "drift",
     "baseline~resume-pinned": "exact",
     "resume-universal~resume-plan-first_holder": "exact",
   });

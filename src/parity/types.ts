@@ -5,7 +5,7 @@
  */
 
 import type { MetricSeries, MetricsFormat } from "../metrics/series.ts";
-import type { CompareSpec, LaneChoice, ToleranceSpec } from "../types/phase_spec.ts";
+import type { CompareSpec, DriftSpec, LaneChoice, ToleranceSpec } from "../types/phase_spec.ts";
 import type {
   ComparisonSummary,
   Diagnostic,
@@ -53,6 +53,8 @@ export interface EvaluationInput {
   compare?: CompareSpec[];
   /** Experiment `tolerance` (fixed rtol/atol or `auto`). */
   tolerance?: ToleranceSpec;
+  /** Experiment `drift` thresholds. */
+  drift?: DriftSpec;
   /** All phases of the run. */
   phases: PhaseEvidence[];
 }
@@ -84,7 +86,7 @@ export interface PlannedComparison {
   /** Metric. */
   metric: string;
   /** Lane. */
-  lane: "exact" | "tolerance";
+  lane: "exact" | "tolerance" | "drift";
   /** Window of steps both sides must have. */
   window: { from: number; to: number };
   /** Tolerance overrides of an explicit entry. */

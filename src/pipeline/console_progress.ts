@@ -49,8 +49,13 @@ export function consoleProgress(options: ConsoleProgressOptions = {}): Progress 
     note(text) {
       reporter.note(text);
     },
-    runEnd(experiment, verdict, wallS, runDir) {
-      reporter.note(`${verdict} ${experiment} in ${wallS.toFixed(1)}s: ${runDir}/report.md`);
+    runEnd(experiment, verdict, wallS, runDir, card) {
+      // The card before the last line, so a CI log's tail says what happened and what to try.
+      for (const line of card?.lines ?? []) reporter.note(line);
+      const cause = card?.cause ? ` — ${card.cause}` : "";
+      reporter.note(
+        `${verdict} ${experiment} in ${wallS.toFixed(1)}s${cause}: ${runDir}/report.md`,
+      );
       reporter.close();
     },
   };

@@ -26,5 +26,19 @@ export interface Progress {
   /** A free-form note. */
   note(text: string): void;
   /** A run ends. */
-  runEnd(experiment: string, verdict: Verdict, wallS: number, runDir: string): void;
+  runEnd(
+    experiment: string,
+    verdict: Verdict,
+    wallS: number,
+    runDir: string,
+    card?: RunCard,
+  ): void;
+}
+
+/** The root-cause card's console form: the lines to show, and the cause for the last line. */
+export interface RunCard {
+  /** Card lines (findings, next actions, a failed phase's last log lines). */
+  lines: string[];
+  /** Short cause, e.g. `baseline~resume-native FAIL, first divergent step 21; state check names rng`. */
+  cause: string | null;
 }

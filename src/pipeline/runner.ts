@@ -9,7 +9,14 @@
 import { join, relative, resolve } from "node:path";
 import { stringify as toYaml } from "yaml";
 import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts";
-import { evaluateRun, lossesCsv, type PhaseEvidence } from "../parity/mod.ts";
+import {
+  cardLines,
+  causeLine,
+  evaluateRun,
+  findRootCauses,
+  lossesCsv,
+  type PhaseEvidence,
+} from "../parity/mod.ts";
 import { interruption } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
@@ -340,6 +347,10 @@ async function judgeRun(
     git_commit: run.gitCommit,
     ...(golden ? { golden: golden.summary } : {}),
   };
+  summary.findings = findRootCauses(
+    summary,
+    Object.fromEntries(plan.phases.map((p) => [p.name, p.resumeKind])),
+  );
   if (run.interrupted) {
     summary.diagnostics.push({
       level: "error",
@@ -378,6 +389,7 @@ async function publishRun(
     summary.verdict,
     summary.wall_s,
     relative(Deno.cwd(), runDir) || runDir,
+    { lines: cardLines(summary.findings ?? []), cause: causeLine(summary.findings ?? []) },
   );
 }
 

@@ -28,6 +28,9 @@ const REFERENCE_FAULTS = [
   "converter-transpose",
   "replica-drift",
   "save-perturbs-rng",
+  "lr-scaled-on-resume",
+  "weight-decay-dropped",
+  "expert-moments-wrong-rank",
 ] as const;
 
 function referenceArgv(ctx: PresetContext): string[] {

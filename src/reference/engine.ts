@@ -8,7 +8,7 @@
  */
 
 import { evenSizes, extract, rebuild } from "../affine/map.ts";
-import { HYPER } from "./config.ts";
+import { HYPER, type Hyper } from "./config.ts";
 import { type Dataset, Sampler } from "./data.ts";
 import type { Layout } from "./layout.ts";
 import { type ComputeWeights, gradOf, type Grads, Kernel, PARAM, zeroGrads } from "./model.ts";
@@ -27,6 +27,17 @@ export interface StepRecord {
   grad_norm: number;
 }
 
+/**
+ * How a (faulty) resumed process departs from the optimiser settings: `lrScale` multiplies the
+ * applied LR (the logged schedule stays right), `hyper` replaces the AdamW settings.
+ */
+export interface UpdateTweak {
+  /** Factor on the LR applied by each update (1 when absent). */
+  lrScale?: number;
+  /** AdamW settings in force (default {@link HYPER}). */
+  hyper?: Readonly<Hyper>;
+}
+
 /** Drives micro-batches and optimizer steps over a {@link TrainState}. */
 export class Engine {
   /** Micro-batches accumulated towards the current optimizer step. */
@@ -39,11 +50,13 @@ export class Engine {
   readonly #grads: Grads[];
   readonly #loss: Float32Array;
   readonly #sampler: Sampler;
+  readonly #tweak: UpdateTweak;
   #weights: ComputeWeights;
 
   /** Wraps a state; `gradAccum` micro-batches make one optimizer step. */
-  constructor(state: TrainState, data: Dataset, gradAccum: number) {
+  constructor(state: TrainState, data: Dataset, gradAccum: number, tweak: UpdateTweak = {}) {
     this.#state = state;
+    this.#tweak = tweak;
     this.#layout = state.layout;
     this.#data = data;
     this.#gradAccum = gradAccum;
@@ -139,6 +152,8 @@ export class Engine {
     const lr = schedulerStep(state.common.scheduler);
     state.common.optimizerStep += 1;
     const t = state.common.optimizerStep;
+    const applied = lr * (this.#tweak.lrScale ?? 1);
+    const hyper = this.#tweak.hyper ?? HYPER;
     for (const spec of specs) {
       const ps = state.params.get(spec.name)!;
       const map = maps.get(spec.name)!;
@@ -146,7 +161,7 @@ export class Engine {
       for (let p = 0; p < ps.fp32.length; p++) {
         if (ps.fp32[p].length === 0) continue;
         const g = spec.kind === "dense" ? full : extract(map, full, p);
-        adamwUpdate(ps.fp32[p], g, ps.expAvg[p], ps.expAvgSq[p], lr, t, HYPER);
+        adamwUpdate(ps.fp32[p], g, ps.expAvg[p], ps.expAvgSq[p], applied, t, hyper);
       }
       refreshModule(this.#layout, ps);
     }

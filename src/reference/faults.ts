@@ -30,6 +30,14 @@ export const FAULTS: readonly FaultInfo[] = Object.freeze([
   { name: "converter-transpose", site: "convert", breaks: "column-split param merged as rows" },
   { name: "replica-drift", site: "save", breaks: "one expert replica perturbed in the files" },
   { name: "save-perturbs-rng", site: "save", breaks: "saving draws from the running RNG" },
+  // Subtle faults: small enough that a reshard's reduction-order drift could hide them.
+  { name: "lr-scaled-on-resume", site: "load", breaks: "resumed updates use LR x 1.001" },
+  { name: "weight-decay-dropped", site: "load", breaks: "resumed updates skip weight decay" },
+  {
+    name: "expert-moments-wrong-rank",
+    site: "load",
+    breaks: "after a reshard, one expert's Adam moments come from another EP rank",
+  },
 ]);
 
 /** Names accepted by `--fault`. */

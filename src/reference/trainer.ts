@@ -11,7 +11,7 @@
 import { saveNative } from "./checkpoint.ts";
 import { HYPER, MODEL, type TrainOptions } from "./config.ts";
 import { freshSampler, makeDataset } from "./data.ts";
-import { Engine } from "./engine.ts";
+import { Engine, type UpdateTweak } from "./engine.ts";
 import { UsageError } from "./trainer_errors.ts";
 import { buildLayout } from "./layout.ts";
 import { type MetricsSink, openMetrics } from "./metrics.ts";
@@ -55,6 +55,36 @@ export function applyLoadFault(
   }
 }
 
+/**
+ * The optimiser departures of the subtle load-side faults: they touch no saved state, so every
+ * digest matches and only the loss can tell.
+ */
+export function updateTweak(fault: string | null): UpdateTweak {
+  if (fault === "lr-scaled-on-resume") return { lrScale: 1.001 };
+  if (fault === "weight-decay-dropped") return { hyper: { ...HYPER, weightDecay: 0 } };
+  return {};
+}
+
+/**
+ * `expert-moments-wrong-rank`: after a re-sliced load (universal or plan), EP rank 1's first
+ * local expert takes its Adam moments from EP rank 0's first local expert — the off-by-one-rank
+ * bug of a reshard that indexes source files by the target's EP rank.
+ */
+export function swapExpertMoments(state: TrainState): void {
+  const { layout, params } = state;
+  if (layout.topology.epSize < 2) return;
+  const first = (p: number) => layout.slots[p].findIndex((slot) => slot === 0);
+  const [e0, e1] = [first(0), first(1)];
+  if (e0 < 0 || e1 < 0 || e0 === e1) return;
+  for (const spec of layout.specs) {
+    if (spec.kind === "dense") continue;
+    const ps = params.get(spec.name)!;
+    const per = ps.expAvg[1].length / layout.slots[1].filter((s) => s >= 0).length;
+    ps.expAvg[1].set(ps.expAvg[0].subarray(0, per), 0);
+    ps.expAvgSq[1].set(ps.expAvgSq[0].subarray(0, per), 0);
+  }
+}
+
 async function startState(opts: TrainOptions): Promise<{
   state: TrainState;
   loaded: { kind: string; path: string } | null;
@@ -68,6 +98,9 @@ async function startState(opts: TrainOptions): Promise<{
   const ck = await loader({ path: where.path, layout, plan: opts.plan });
   const state = stateFromLoaded(layout, ck);
   applyLoadFault(state.common, opts.fault, opts);
+  if (opts.fault === "expert-moments-wrong-rank" && where.kind !== "native") {
+    swapExpertMoments(state);
+  }
   return { state, loaded: { kind: where.kind, path: where.path } };
 }
 
@@ -85,7 +118,8 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
   }
   // The data follow the saving run's seed (the sampler's), whatever --seed a resume passes.
   const data = makeDataset(state.common.sampler.seed, MODEL);
-  const engine = new Engine(state, data, opts.gradAccum);
+  // Resumed processes only: the baseline and the split stay clean whatever the fault.
+  const engine = new Engine(state, data, opts.gradAccum, loaded ? updateTweak(opts.fault) : {});
   const t = opts.topology;
   const sink: MetricsSink = openMetrics(opts.metricsFile, io.out);
   try {

@@ -68,6 +68,8 @@ export function comparisonsTable(run: LoadedRun): Table {
       c(stat(cmp.max_abs)),
       c(ulpText(cmp)),
       c(verdictLabel(cmp.verdict)),
+      // Last, so the judged columns keep their places: why this lane (declared, topology).
+      c(cmp.lane_reason ?? "—"),
     ];
   });
   return {
@@ -85,8 +87,9 @@ export function comparisonsTable(run: LoadedRun): Table {
       "max abs",
       "max ULP",
       "verdict",
+      "why this lane",
     ],
-    numeric: [false, false, false, false, true, true, true, true, true, true, false],
+    numeric: [false, false, false, false, true, true, true, true, true, true, false, false],
     rows,
     empty: "No comparisons were made.",
   };

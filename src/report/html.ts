@@ -27,6 +27,7 @@ import {
   unjudgedTitle,
 } from "./_tables.ts";
 import type { LoadedRun } from "./load_run.ts";
+import { rootCauseCard } from "./_card.ts";
 
 /** Page style: readable tables, verdict colours, charts that scroll when wider than the page. */
 export const REPORT_CSS = `
@@ -34,7 +35,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-se
 h1{font-size:1.6em;margin-bottom:4px}h2{font-size:1.25em;margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.strong td{font-weight:bold;background:#fff5f5}
-.chart{margin:12px 0;overflow-x:auto}.headline{color:#57606a}.empty{color:#57606a;font-style:italic}
+.chart{margin:12px 0;overflow-x:auto}.headline{color:#57606a}.card{border-left:4px solid #cf222e;background:#fff8f8;padding:4px 12px;margin:8px 0}.empty{color:#57606a;font-style:italic}
 pre{background:#f6f8fa;padding:8px;overflow-x:auto;font-size:12px}details{margin:8px 0}summary{cursor:pointer}
 `;
 
@@ -114,6 +115,19 @@ export async function renderHtml(
   const title = `${verdictLabel(s.verdict)} — ${s.experiment} · ${s.run_id}`;
   const parts: string[] = [];
   parts.push(`<h1 id="verdict" data-verdict="${escapeHtml(s.verdict)}">${escapeHtml(title)}</h1>`);
+  for (const entry of rootCauseCard(s)) {
+    parts.push(
+      `<div class="card" data-code="${escapeHtml(entry.code)}"><p><strong>${
+        escapeHtml(entry.label)
+      }</strong> — ${escapeHtml(entry.title)}</p><p><strong>Next:</strong> ${
+        escapeHtml(entry.next)
+      }</p>` +
+        (entry.evidence.length > 0
+          ? `<ul>${entry.evidence.map((l) => `<li>${escapeHtml(l)}</li>`).join("")}</ul>`
+          : "") +
+        (entry.logTail ? `<pre>${escapeHtml(entry.logTail)}</pre>` : "") + "</div>",
+    );
+  }
   parts.push(`<p class="headline">${escapeHtml(headline(run))}</p>`);
   const comparisons = comparisonsTable(run);
   parts.push(`<h2>${escapeHtml(comparisons.title)}</h2>`, htmlTable(comparisons));

@@ -9,6 +9,7 @@
 
 import type { RunSummary } from "../types/summary.ts";
 import { exact, stripAnsi } from "./_format.ts";
+import { cardText } from "./_card.ts";
 
 /** What the JUnit writer needs of a run. */
 export interface JunitRun {
@@ -76,6 +77,7 @@ function casesOf(run: JunitRun): Case[] {
         : (c.reason ?? `${c.name} failed`);
       const body = [
         `${c.name}: ${c.metric} of ${c.b} vs ${c.a}, ${c.lane} lane${where}`,
+        c.lane_reason ? `lane: ${c.lane_reason}` : "",
         d ? `first divergent step: ${d.step}` : "first divergent step: none recorded",
         d ? `${c.a} (a) = ${exact(d.a)}` : "",
         d ? `${c.b} (b) = ${exact(d.b)}` : "",
@@ -199,19 +201,25 @@ export function renderJunit(runs: JunitRun[], name = "parity"): string {
     totals.skipped += n.skipped;
     totals.time += s.wall_s ?? 0;
     const ts = timestamp(s.started_at);
+    const card = cardText(s);
     const props = [
       ["run_id", s.run_id],
       ["verdict", s.verdict],
       ["exit_code", String(s.exit_code)],
       ["git_commit", s.git_commit ?? ""],
       ["harness_version", s.harness_version ?? ""],
+      ...(s.findings && s.findings.length > 0
+        ? [["root_cause", `${s.findings[0].code}: ${s.findings[0].title}`]]
+        : []),
     ].map(([k, v]) => `      <property name="${xmlAttr(k)}" value="${xmlAttr(v)}"/>`);
     suites.push(
       `  <testsuite name="${xmlAttr(s.experiment)}" tests="${n.tests}" failures="${n.failures}" ` +
         `errors="${n.errors}" skipped="${n.skipped}" time="${secondsAttr(s.wall_s)}"` +
         (ts ? ` timestamp="${ts}"` : "") + `>\n` +
         `    <properties>\n${props.join("\n")}\n    </properties>\n` +
-        cases.map(caseXml).join("\n") + (cases.length ? "\n" : "") + `  </testsuite>`,
+        cases.map(caseXml).join("\n") + (cases.length ? "\n" : "") +
+        // The root-cause card, so a CI test view shows what happened and what to try.
+        (card ? `    <system-out>${xmlText(card)}</system-out>\n` : "") + `  </testsuite>`,
     );
   }
   return `<?xml version="1.0" encoding="UTF-8"?>\n` +

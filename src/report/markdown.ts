@@ -26,6 +26,7 @@ import {
   unjudgedTitle,
 } from "./_tables.ts";
 import type { LoadedRun } from "./load_run.ts";
+import { rootCauseCard } from "./_card.ts";
 import type { GoldenSummary, Verdict } from "../types/summary.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */
@@ -125,6 +126,18 @@ export function renderMarkdown(
   out.push(verdictLine(s.experiment, s.run_id, s.verdict));
   out.push(reportMarker(s.experiment));
   out.push("");
+  // The root-cause card first: what happened and what to try, before any table.
+  // Backticks would be escaped to literal marks; the card reads better without them.
+  const plain = (text: string) => mdText(text.replace(/`/g, ""));
+  for (const entry of rootCauseCard(s)) {
+    out.push(`> **${mdText(entry.label)}** — ${plain(entry.title)}`);
+    out.push(`> `, `> **Next:** ${plain(entry.next)}`);
+    for (const line of entry.evidence) out.push(`> - ${mdText(line)}`);
+    if (entry.logTail) {
+      out.push("> ", ...codeBlock(entry.logTail).split("\n").map((l) => `> ${l}`));
+    }
+    out.push("");
+  }
   out.push(mdText(headline(run)));
   out.push("");
   out.push(`### ${comparisonsTable(run).title}`, "", mdTable(comparisonsTable(run)), "");

@@ -15,7 +15,7 @@ export type PhaseTool = "trainer" | "converter" | "planner";
 export type ResumeKind = "native" | "universal" | "plan";
 
 /** A comparison lane. */
-export type Lane = "exact" | "tolerance";
+export type Lane = "exact" | "tolerance" | "drift";
 
 /** Metrics file formats the readers know. */
 export type MetricsFormat = "jsonl" | "deepspeed-csv" | "log" | "tensorboard";
@@ -159,6 +159,22 @@ export interface JudgeSpec {
   tolerance?: ToleranceSpec;
   /** Judge the baseline against the golden stored for this environment (`golden: true`). */
   golden?: boolean;
+  /** Drift lane thresholds set in the file (unset keys keep the lane's defaults). */
+  drift?: DriftSpec;
+}
+
+/** The experiment's `drift:` thresholds. */
+export interface DriftSpec {
+  /** Resumed steps judged tightly. */
+  early_steps?: number;
+  /** Allowed early |b - a|, float32 ULPs of a. */
+  early_ulp?: number;
+  /** Allowed later |b - a| over the median step-to-step change of a. */
+  envelope?: number;
+  /** Blocks of the bias test. */
+  blocks?: number;
+  /** Largest |t| of the block means. */
+  bias_t?: number;
 }
 
 /** An experiment compiled for one run folder. */

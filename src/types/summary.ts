@@ -55,8 +55,11 @@ export interface ComparisonSummary {
   b: string;
   /** Metric compared (`loss` by default). */
   metric: string;
-  /** `exact` (bit equality) or `tolerance` (rtol/atol with a failure budget). */
-  lane: "exact" | "tolerance";
+  /**
+   * `exact` (bit equality), `tolerance` (rtol/atol with a failure budget) or `drift` (early
+   * window, drift envelope and bias test: resumes on another topology).
+   */
+  lane: "exact" | "tolerance" | "drift";
   /** Why this lane: declared in the file, or same/different declared topology. */
   lane_reason?: string;
   /** Verdict of this comparison. */
@@ -97,6 +100,34 @@ export interface ComparisonSummary {
   missing_steps?: number;
   /** Window steps where either side is NaN or infinite (each one a failure). */
   non_finite?: number;
+  /** Window steps where both sides are NaN or infinite: no evidence, ERROR unless something fails. */
+  both_non_finite?: number;
+  /** Drift lane: what each of its three tests measured. */
+  drift?: DriftSummary;
+}
+
+/** What the drift lane measured (docs/parity.md, "The drift lane"). */
+export interface DriftSummary {
+  /** Steps of the early window. */
+  early_steps: number;
+  /** Allowed early |b - a|, float32 ULPs of a. */
+  early_limit_ulp32: number;
+  /** Largest early |b - a|, float32 ULPs of a. */
+  early_max_ulp32: number;
+  /** Allowed later |b - a| (absolute). */
+  envelope: number;
+  /** The envelope as a multiple of the median step-to-step change of a. */
+  envelope_factor: number;
+  /** Largest later |b - a| over the median step-to-step change of a. */
+  max_envelope_ratio: number;
+  /** Mean of b - a over the long window. */
+  bias_mean: number;
+  /** t statistic of the block means of b - a (0 when skipped). */
+  bias_t: number;
+  /** Largest |t| accepted. */
+  bias_limit: number;
+  /** Blocks of the bias test; 0 when the long window is too short for it. */
+  bias_blocks: number;
 }
 
 /** Restored-state check of one resume phase: its `loaded` digests vs the split's `saved`. */
@@ -208,6 +239,35 @@ export interface GoldenSummary {
   source_run?: string;
 }
 
+/**
+ * One entry of the root-cause card (`src/parity/root_cause.ts`): what a pattern of failures most
+ * likely means and what to try next.
+ */
+export interface Finding {
+  /** Stable code, e.g. `cause-converter` (docs/parity.md, "Root-cause codes"). */
+  code: string;
+  /** The verdict this finding explains. */
+  verdict: Verdict;
+  /** One or two sentences: what happened and the likely cause. */
+  title: string;
+  /** Short form for the console's last line (README: `a~b FAIL, first divergent step 21; ...`). */
+  headline?: string;
+  /** The next thing to try. */
+  next: string;
+  /** Comparisons this finding groups (identical failures are one finding). */
+  comparisons?: string[];
+  /** First divergent step of the group. */
+  step?: number;
+  /** State components whose restored digest differs. */
+  state?: string[];
+  /** Phases concerned (a failed phase). */
+  phases?: string[];
+  /** Last log lines of a failed phase. */
+  log_tail?: string;
+  /** Supporting lines: one per group of identical failures. */
+  evidence: string[];
+}
+
 /** The whole `summary.json`. */
 export interface RunSummary {
   /** Always 1. */
@@ -248,6 +308,8 @@ export interface RunSummary {
   noise_floor: NoiseFloorSummary;
   /** Pre-flight and sanity findings. */
   diagnostics: Diagnostic[];
+  /** The root-cause card, most decisive first (empty on PASS; absent in older summaries). */
+  findings?: Finding[];
   /** Git commit of the harness tree, when known. */
   git_commit?: string | null;
   /** The golden comparison, when the experiment sets `golden: true`. */

@@ -8,8 +8,11 @@
  * every step, so two runs never agree bit for bit: a harness must ABSTAIN on it (given repeated
  * baselines), never PASS or FAIL. It emits `saved`/`loaded` events without digests.
  *
- * Usage: `deno run -A noisy_trainer.ts [--noise REL]` (default 1e-7; `--noise 0` is noiseless
- * and bit-reproducible). Other `--flag value` pairs are accepted and ignored, so experiment
+ * Usage: `deno run -A noisy_trainer.ts [--noise REL] [--digests] [--loader-from-rng]` (default
+ * noise 1e-7; `--noise 0` is noiseless and bit-reproducible). `--digests` adds the same state
+ * digests to `saved` and `loaded` events; `--loader-from-rng` models the PyTorch pitfall of a
+ * data loader seeded from the restored global RNG: a resumed run sees other batches from its
+ * first step, although every restored digest matches. Other `--flag value` pairs are accepted and ignored, so experiment
  * argv templates written for other trainers still run.
  *
  * @module
@@ -68,6 +71,10 @@ async function resumeStep(from: string): Promise<number> {
 
 async function main(args: string[]): Promise<number> {
   const noise = Number(flag(args, "noise") ?? "1e-7");
+  const digests = args.includes("--digests")
+    ? { params: "p1", rng: "r1", sampler: "s1" }
+    : undefined;
+  const loaderFromRng = args.includes("--loader-from-rng");
   if (!Number.isFinite(noise) || noise < 0) {
     console.error(`--noise expects a non-negative number`);
     return 2;
@@ -85,12 +92,14 @@ async function main(args: string[]): Promise<number> {
   let first = 1;
   if (resumeFrom !== undefined) {
     const step = await resumeStep(resumeFrom);
-    lines.push(JSON.stringify({ event: "loaded", step }));
+    lines.push(JSON.stringify({ event: "loaded", step, digests }));
     first = step + 1;
   }
   for (let step = first; step <= stopAt; step++) {
     const u = noise === 0 ? 0 : 2 * Math.random() - 1;
-    const loss = cleanLoss(step, seed) * (1 + u * noise);
+    // Other batches after a resume: a small data-dependent shift of the curve.
+    const batch = loaderFromRng && resumeFrom !== undefined ? 0.01 * Math.cos(step * 1.3) : 0;
+    const loss = (cleanLoss(step, seed) + batch) * (1 + u * noise);
     lines.push(JSON.stringify({ step, loss, lr: learningRate(step, steps) }));
     if (step === saveAt) {
       if (checkpointDir === undefined) throw new Error("PARITY_CHECKPOINT_DIR is not set");
@@ -101,7 +110,7 @@ async function main(args: string[]): Promise<number> {
         JSON.stringify({ step, seed }),
       );
       await Deno.writeTextFile(`${checkpointDir}/latest`, tag);
-      lines.push(JSON.stringify({ event: "saved", step }));
+      lines.push(JSON.stringify({ event: "saved", step, digests }));
     }
   }
   await Deno.writeTextFile(metricsFile, lines.map((l) => l + "\n").join(""), { append: true });

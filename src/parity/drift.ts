@@ -1,0 +1,270 @@
+/**
+ * The **drift** lane: the default judge of a resume on another topology. A reshard changes the
+ * reduction order, so its loss leaves the baseline's by a few ULPs and the difference then grows
+ * chaotically until it saturates; a fixed rtol fails every realistic run length. The lane tells
+ * that drift from a bug with three tests over the window (docs/parity.md, "The drift lane"):
+ *
+ * 1. **Early window** (the first {@link DRIFT_DEFAULTS.earlySteps} steps): every `|b - a|`
+ *    within {@link DRIFT_DEFAULTS.earlyUlp} float32 ULPs of `a`. A correct reshard starts at ULP
+ *    level; lost or corrupted state shows at N+1 or N+2 by orders of magnitude.
+ * 2. **Envelope** (the rest): `|b - a|` within the loss's own step-to-step noise (the median
+ *    `|a[k] - a[k-1]|` over the window, times {@link DRIFT_DEFAULTS.envelopeFactor}): drift
+ *    saturates below it, a broken run does not.
+ * 3. **Bias**: the mean of `b - a` over {@link DRIFT_DEFAULTS.blocks} blocks of the long window
+ *    must stay at zero (|t| of the block means within {@link DRIFT_DEFAULTS.biasT}). Chaos
+ *    averages out; a slightly wrong LR or a lost weight decay pushes one way.
+ *
+ * Missing steps and one-sided NaN fail as in every lane.
+ *
+ * @module
+ */
+
+import type { MetricSeries } from "../metrics/series.ts";
+import type { DriftSummary } from "../types/summary.ts";
+import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
+
+/** Thresholds of the drift lane (measured on the reference trainer, docs/parity.md). */
+export interface DriftOptions {
+  /** Steps after the save judged tightly. */
+  earlySteps: number;
+  /** Allowed `|b - a|` in the early window, in float32 ULPs of `a`. */
+  earlyUlp: number;
+  /** Allowed `|b - a|` later, as a multiple of the median step-to-step change of `a`. */
+  envelopeFactor: number;
+  /** Blocks the long window is cut into for the bias test. */
+  blocks: number;
+  /** Fewest steps per block; shorter long windows skip the bias test (said in the summary). */
+  minBlockSteps: number;
+  /** Largest |t| of the block means of `b - a` that still counts as zero mean. */
+  biasT: number;
+  /**
+   * Extra relative allowance of the early window and the bias floor (`|b - a| <= earlyRel·|a|`
+   * also passes): a measured noise floor, so a nondeterministic trainer's noise is not a bug.
+   */
+  earlyRel: number;
+}
+
+/** The defaults: see docs/parity.md for the false-alarm and miss rates they give. */
+export const DRIFT_DEFAULTS: Readonly<DriftOptions> = Object.freeze({
+  earlySteps: 10,
+  earlyUlp: 16,
+  envelopeFactor: 1,
+  blocks: 10,
+  minBlockSteps: 10,
+  biasT: 5,
+  earlyRel: 0,
+});
+
+/** Spacing of float32 values at `|x|` (one float32 ULP). */
+export function ulp32(x: number): number {
+  const ax = Math.abs(x);
+  if (!(ax > 0) || !Number.isFinite(ax)) return Math.pow(2, -149);
+  const e = Math.max(Math.floor(Math.log2(ax)), -126);
+  // log2 can round across a power of two; correct by one.
+  const exp = Math.pow(2, e) > ax ? e - 1 : Math.pow(2, e + 1) <= ax ? e + 1 : e;
+  return Math.pow(2, exp - 23);
+}
+
+/** Runs the drift lane on one metric of two series. */
+export function compareDrift(
+  a: MetricSeries,
+  b: MetricSeries,
+  options: {
+    metric?: string;
+    window: Float64Array | StepRange;
+    names?: [string, string];
+    drift?: Partial<DriftOptions>;
+  },
+): LaneResult {
+  const o: DriftOptions = { ...DRIFT_DEFAULTS, ...options.drift };
+  const metric = options.metric ?? "loss";
+  const base = compareLane(a, b, {
+    lane: "exact",
+    metric,
+    window: options.window,
+    names: options.names,
+  });
+  const result: LaneResult = { ...base, lane: "drift" };
+  // Missing, one-sided NaN and empty windows are judged as in every lane.
+  if (base.verdict === "ERROR" || (base.missing_steps ?? 0) > 0 || (base.non_finite ?? 0) > 0) {
+    return result;
+  }
+  const [nameA, nameB] = options.names ?? ["a", "b"];
+  const { steps, xs, ys } = aligned(a, b, metric, options.window);
+  const n = steps.length;
+  const early = Math.min(o.earlySteps, n);
+  const noise = medianStepChange(xs);
+  const envelope = o.envelopeFactor * noise;
+
+  let firstStep: number | null = null;
+  let firstIndex = -1;
+  let why = "";
+  let earlyMax = 0;
+  for (let i = 0; i < early; i++) {
+    const u = Math.abs(ys[i] - xs[i]) / ulp32(xs[i]);
+    if (u > earlyMax) earlyMax = u;
+    const noiseAllows = Math.abs(ys[i] - xs[i]) <= o.earlyRel * Math.abs(xs[i]);
+    if (u > o.earlyUlp && !noiseAllows && firstIndex < 0) {
+      firstIndex = i;
+      why = `|b-a| = ${Math.abs(ys[i] - xs[i])} is ${Math.round(u)} float32 ULPs at step ${
+        steps[i]
+      }, in the early window where a correct reshard stays within ${o.earlyUlp}`;
+    }
+  }
+  let maxRatio = 0;
+  for (let i = early; i < n; i++) {
+    const ratio = noise > 0 ? Math.abs(ys[i] - xs[i]) / noise : ys[i] === xs[i] ? 0 : Infinity;
+    if (ratio > maxRatio) maxRatio = ratio;
+    if (ratio > o.envelopeFactor && firstIndex < 0) {
+      firstIndex = i;
+      why = `|b-a| = ${Math.abs(ys[i] - xs[i])} at step ${
+        steps[i]
+      } exceeds the drift envelope ${envelope} (${o.envelopeFactor} × the median step-to-step change of ${nameA})`;
+    }
+  }
+  const bias = biasTest(steps, xs, ys, early, o);
+  if (bias.failsAt !== null && firstIndex < 0) {
+    firstIndex = steps.indexOf(bias.failsAt);
+    why = `${nameB} - ${nameA} has a persistent bias: mean ${bias.mean} over steps ${
+      steps[early]
+    }..${steps[n - 1]} (t = ${
+      bias.t.toFixed(1)
+    } over ${o.blocks} blocks, limit ${o.biasT}); reduction-order drift averages to zero, a wrong LR or a lost weight decay does not`;
+  }
+  if (firstIndex >= 0) firstStep = steps[firstIndex];
+
+  const summary: DriftSummary = {
+    early_steps: early,
+    early_limit_ulp32: o.earlyUlp,
+    early_max_ulp32: Math.round(earlyMax * 10) / 10,
+    envelope,
+    envelope_factor: o.envelopeFactor,
+    max_envelope_ratio: maxRatio,
+    bias_mean: bias.mean,
+    bias_t: bias.t,
+    bias_limit: o.biasT,
+    bias_blocks: bias.blocks,
+  };
+  result.drift = summary;
+  const span = `steps ${base.first_step}..${base.last_step}`;
+  result.failures = firstIndex >= 0 ? 1 : 0;
+  if (firstStep === null) {
+    result.verdict = "PASS";
+    result.first_divergent_step = null;
+    result.last_matching_step = base.last_step;
+    result.divergence = null;
+    const biasText = bias.blocks > 0
+      ? `mean b-a ${bias.mean} (t = ${bias.t.toFixed(1)})`
+      : `bias test skipped (the long window is under ${o.blocks * o.minBlockSteps} steps)`;
+    result.reason = `${metric} drifts like reduction-order noise over ${n} steps (${span}): ` +
+      `early window within ${o.earlyUlp} float32 ULPs (max ${summary.early_max_ulp32}), ` +
+      `later |b-a| at most ${fmt(maxRatio)} × the step-to-step change of ${nameA}, ${biasText}.`;
+  } else {
+    result.verdict = "FAIL";
+    result.first_divergent_step = firstStep;
+    result.last_matching_step = firstIndex > 0 ? steps[firstIndex - 1] : null;
+    result.divergence = { step: firstStep, a: xs[firstIndex], b: ys[firstIndex] };
+    result.reason = `${metric} is not reduction-order drift: ${why}.`;
+  }
+  return result;
+}
+
+function fmt(x: number): string {
+  return Number.isFinite(x) ? x.toPrecision(2) : String(x);
+}
+
+/** Window steps with both values, as parallel arrays (missing steps were already judged). */
+function aligned(
+  a: MetricSeries,
+  b: MetricSeries,
+  metric: string,
+  window: Float64Array | StepRange,
+): { steps: number[]; xs: number[]; ys: number[] } {
+  const inWindow = window instanceof Float64Array
+    ? (s: number) => binaryHas(window, s)
+    : (s: number) => s >= window.from && s <= window.to;
+  const byStep = new Map<number, number>();
+  const va = a.values[metric];
+  for (let i = 0; i < a.steps.length; i++) {
+    if (a.present[metric][i] === 1 && inWindow(a.steps[i])) byStep.set(a.steps[i], va[i]);
+  }
+  const steps: number[] = [];
+  const xs: number[] = [];
+  const ys: number[] = [];
+  const vb = b.values[metric];
+  for (let i = 0; i < b.steps.length; i++) {
+    const x = byStep.get(b.steps[i]);
+    if (x === undefined || b.present[metric][i] !== 1) continue;
+    steps.push(b.steps[i]);
+    xs.push(x);
+    ys.push(vb[i]);
+  }
+  return { steps, xs, ys };
+}
+
+function binaryHas(sorted: Float64Array, x: number): boolean {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < sorted.length && sorted[lo] === x;
+}
+
+/** Median of |x[k] - x[k-1]|: the loss's own step-to-step noise, the scale drift saturates under. */
+export function medianStepChange(xs: number[]): number {
+  if (xs.length < 2) return 0;
+  const d = xs.slice(1).map((x, i) => Math.abs(x - xs[i])).sort((p, q) => p - q);
+  const mid = d.length >> 1;
+  return d.length % 2 === 1 ? d[mid] : (d[mid - 1] + d[mid]) / 2;
+}
+
+/**
+ * Block-mean t test of `b - a` over the long window. Block means absorb the autocorrelation of
+ * the drift; a bias must also exceed the early bound (ULP-level means are no evidence).
+ */
+function biasTest(
+  steps: number[],
+  xs: number[],
+  ys: number[],
+  from: number,
+  o: DriftOptions,
+): { mean: number; t: number; blocks: number; failsAt: number | null } {
+  const n = xs.length - from;
+  if (n < o.blocks * o.minBlockSteps) {
+    return { mean: mean(ys, xs, from, xs.length), t: 0, blocks: 0, failsAt: null };
+  }
+  const means: number[] = [];
+  const starts: number[] = [];
+  for (let k = 0; k < o.blocks; k++) {
+    const lo = from + Math.floor((k * n) / o.blocks);
+    const hi = from + Math.floor(((k + 1) * n) / o.blocks);
+    means.push(mean(ys, xs, lo, hi));
+    starts.push(lo);
+  }
+  const m = means.reduce((s, x) => s + x, 0) / means.length;
+  const variance = means.reduce((s, x) => s + (x - m) * (x - m), 0) / (means.length - 1);
+  const se = Math.sqrt(variance / means.length);
+  const t = se > 0 ? m / se : m === 0 ? 0 : Math.sign(m) * Infinity;
+  let scale = 0;
+  for (let i = from; i < xs.length; i++) scale += Math.abs(xs[i]);
+  const floor = Math.max(o.earlyUlp * ulp32(scale / n), o.earlyRel * (scale / n));
+  let failsAt: number | null = null;
+  if (Math.abs(t) > o.biasT && Math.abs(m) > floor) {
+    // The first block pushing the way the whole window does, by at least half the mean.
+    const k = means.findIndex((x) =>
+      Math.sign(x) === Math.sign(m) && Math.abs(x) >= Math.abs(m) / 2
+    );
+    failsAt = steps[starts[Math.max(0, k)]];
+  }
+  return { mean: m, t, blocks: o.blocks, failsAt };
+}
+
+function mean(ys: number[], xs: number[], lo: number, hi: number): number {
+  if (hi <= lo) return 0;
+  let s = 0;
+  for (let i = lo; i < hi; i++) s += ys[i] - xs[i];
+  return s / (hi - lo);
+}

@@ -1,0 +1,355 @@
+/**
+ * The root-cause card: what a failed (or unjudgeable) run most likely means, read from the whole
+ * judgement rather than comparison by comparison. It groups identical failures (six comparisons
+ * with the same values at step 21 are one finding), names the state components that differ,
+ * reads the path pattern (native passes but universal fails → the converter; only plan resumes
+ * fail → the plan; every resume fails at N+1 with state equal → something consumed between load
+ * and the first step) and suggests the next action. Every finding carries a documented code
+ * (docs/parity.md, "Root-cause codes").
+ *
+ * @module
+ */
+
+import type { ComparisonSummary, Finding, PhaseSummary, RunSummary } from "../types/summary.ts";
+
+/** The stable codes of {@link Finding}s. */
+export const CAUSE_CODES = {
+  phaseFailed: "cause-phase-failed",
+  midAccumulation: "cause-save-mid-accumulation",
+  lrSchedule: "cause-lr-schedule",
+  stateNotRestored: "cause-state-not-restored",
+  converter: "cause-converter",
+  plan: "cause-plan",
+  reshard: "cause-reshard",
+  consumedBeforeFirstStep: "cause-consumed-before-first-step",
+  updateDiffers: "cause-update-differs",
+  nondeterministic: "cause-nondeterministic",
+  driftBias: "cause-drift-bias",
+  noEvidence: "cause-no-evidence",
+  divergence: "cause-divergence",
+} as const;
+
+/** What {@link findRootCauses} reads: the judged parts of a summary. */
+export type RootCauseInput = Pick<
+  RunSummary,
+  "comparisons" | "state_checks" | "diagnostics" | "phases" | "noise_floor" | "save_at"
+>;
+
+/** Resume kind of each resume phase (`native`, `universal`, `plan`), when known. */
+export type ResumeKinds = Record<string, string | undefined>;
+
+/**
+ * Findings, most decisive first: failed phases (with their log tails), then the divergence
+ * pattern with its likely cause and next action. Empty for a clean PASS.
+ */
+export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Finding[] {
+  const findings: Finding[] = [];
+  for (const phase of run.phases.filter((p) => p.status === "failed" || p.status === "timeout")) {
+    findings.push(phaseFinding(phase));
+  }
+  const failing = run.comparisons.filter((c) => c.verdict === "FAIL");
+  const groups = groupFailures(failing);
+  const diagnostic = (code: string) => run.diagnostics.find((d) => d.code === code);
+  const differing = [...new Set(run.state_checks.flatMap((s) => s.differing))];
+  const stateNote = differing.length > 0 ? `; state check names ${differing.join(", ")}` : "";
+  const first = groups[0];
+
+  if (failing.length > 0) {
+    const n1 = run.save_at + 1;
+    const resumes = run.phases.filter((p) => p.role === "resume").map((p) => p.name);
+    const versusBaseline = new Map<string, ComparisonSummary>();
+    for (const c of run.comparisons) {
+      if (resumes.includes(c.b) && !resumes.includes(c.a) && c.metric === "loss") {
+        const prior = versusBaseline.get(c.b);
+        if (prior === undefined || c.verdict === "FAIL") versusBaseline.set(c.b, c);
+      }
+    }
+    const failed = [...versusBaseline.values()].filter((c) => c.verdict === "FAIL").map((c) => c.b);
+    const passed = [...versusBaseline.values()].filter((c) => c.verdict === "PASS").map((c) => c.b);
+    const kindOf = (p: string) => kinds[p] ?? guessKind(p);
+    const crossTopology = (p: string) => versusBaseline.get(p)?.lane === "drift";
+    const allFail = failed.length > 0 && passed.length === 0;
+    const stateEqual = run.state_checks.length > 0 &&
+      run.state_checks.every((s) => s.verdict === "PASS");
+    const noDigests = run.state_checks.every((s) => !s.available);
+    const base = {
+      verdict: "FAIL" as const,
+      comparisons: first.members,
+      step: first.step ?? undefined,
+      state: differing.length > 0 ? differing : undefined,
+      evidence: groups.map(groupText),
+      headline: `${first.headline}${stateNote}${first.more}`,
+    };
+    const midAccumulation = diagnostic("save-mid-accumulation");
+    const lr = diagnostic("lr-schedule-mismatch");
+    const biased = failing.find((c) =>
+      c.lane === "drift" && /persistent bias/.test(c.reason ?? "")
+    );
+    if (midAccumulation) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.midAccumulation,
+        title:
+          `The checkpoint was saved inside a gradient-accumulation window: ${first.headline}${stateNote}.`,
+        next: "Save on an accumulation boundary (after the optimizer step, micro_step % " +
+          "grad_accum == 0); no loader can recover the partial gradient.",
+      });
+    } else if (lr) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.lrSchedule,
+        title:
+          `The LR schedule is not restored: ${lr.message}; ${first.headline}${first.more}${stateNote}.`,
+        next: "Restore the LR scheduler state on load, and pin the schedule to the full run " +
+          "(${steps}), not to the resumed process's own length.",
+      });
+    } else if (
+      failed.length > 0 && failed.every((p) => kindOf(p) !== "native") &&
+      passed.some((p) => kindOf(p) === "native") &&
+      failed.some((p) => kindOf(p) === "universal")
+    ) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.converter,
+        title: `Native resumes pass; universal and reshard resumes fail (${
+          failed.join(", ")
+        }): the converter, or the loader of re-sliced checkpoints${stateNote}. ${first.headline}${first.more}.`,
+        next: "Inspect the universal converter for the named components (ds_to_universal); if " +
+          "the resume read the universal folder as a native one, set " +
+          "`checkpoint.load_universal: true` in the DeepSpeed config.",
+      });
+    } else if (failed.length > 0 && failed.every((p) => kindOf(p) === "plan")) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.plan,
+        title: `Only plan resumes fail (${failed.join(", ")}); the universal reshard to the ` +
+          `same target passes: the transfer plan or its executor. ${first.headline}${first.more}.`,
+        next: "Verify the plan (`deno task parity verify-plan <plan.json>`) and compare the " +
+          "executor's reads with the universal loader's slicing for the first differing tensor.",
+      });
+    } else if (biased && failed.every(crossTopology)) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.driftBias,
+        title: `The resume on another topology is biased, not drifting: ${biased.reason}`,
+        next: "Compare the optimizer hyper-parameters the resumed process applies (LR, weight " +
+          "decay, betas, param groups) with the saving run's; reduction-order drift has no bias.",
+      });
+    } else if (failed.length > 0 && failed.every(crossTopology)) {
+      const same = passed.some((p) => !crossTopology(p))
+        ? "Resumes on the saved topology pass; those on another topology fail"
+        : "The resumes on another topology fail";
+      const update = first.step === n1 + 1
+        ? " The forward at step " + n1 + " matched, so the first update differs."
+        : "";
+      // The drift lane's own sentence says which of its tests broke and by how much.
+      const lane = first.sample.lane === "drift" && first.sample.reason
+        ? ` ${first.sample.reason.replace(/^loss is not reduction-order drift: /, "Drift lane: ")}`
+        : "";
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.reshard,
+        title: `${same} (${
+          failed.join(", ")
+        }) by far more than reduction-order drift: the reshard${stateNote}. ${first.headline}${first.more}.${update}${lane}`,
+        next: "Check how the loader maps experts and optimizer state onto the new EP ranks " +
+          "(placement, expert index → EP rank) and the LR and weight decay the resumed process " +
+          "applies; a state check names what moved, when it moved.",
+      });
+    } else if (differing.length > 0 && allFail) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.stateNotRestored,
+        title:
+          `Every resume diverges: ${first.headline}${first.more}${stateNote} (restored ≠ saved).`,
+        next: `Restore ${differing.map((d) => `\`${d}\``).join(", ")} on load (the checkpoint ` +
+          "holds it, or the save never wrote it).",
+      });
+    } else if (allFail && first.step === n1 && !run.noise_floor.repeats && tiny(first)) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.nondeterministic,
+        title:
+          `Every resume differs from step ${n1} by a few ULPs (${first.headline}${first.more}), and no ` +
+          "noise floor was measured: the trainer may simply not be bit-deterministic.",
+        next: "Add `noise_floor: {repeats: 2}` (and `tolerance: {auto: true}`) to measure it: " +
+          "exact lanes then ABSTAIN on noise and a tolerance lane still catches real bugs.",
+      });
+    } else if (allFail && first.step === n1 + 1 && stateEqual) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.updateDiffers,
+        title:
+          `Every resume matches at step ${n1} and fails at ${
+            n1 + 1
+          } (${first.headline}${first.more}) ` +
+          "while every restored-state digest equals the saved one: the first update after the " +
+          "resume differs, not the state.",
+        next: "Compare the optimizer settings the resumed process applies with the saving run's: " +
+          "LR (scale, param-group lr), weight decay, betas/eps, gradient clipping, loss scaling.",
+      });
+    } else if (allFail && first.step === n1 && (stateEqual || noDigests)) {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.consumedBeforeFirstStep,
+        title:
+          `Every resume fails at the first resumed step ${n1} (${first.headline}${first.more}) while ` +
+          (stateEqual ? "every restored-state digest equals the saved one" : "no digests exist") +
+          ": something is consumed between load and the first step.",
+        next: "Look for what draws from the restored state before step " + n1 + ": a data " +
+          "loader or sampler seeded from the restored global RNG, a save that draws from the " +
+          "RNG, an extra micro-batch." + (noDigests ? " Emit `loaded` digests to narrow it." : ""),
+      });
+    } else {
+      findings.push({
+        ...base,
+        code: CAUSE_CODES.divergence,
+        title: `${first.headline}${first.more}${stateNote}.`,
+        next: "Open the first failing comparison's chart and the state checks; the first " +
+          "divergent step says whether state (N+1) or an update (N+2) is wrong.",
+      });
+    }
+  }
+
+  if (!run.noise_floor.identical) {
+    findings.push({
+      code: CAUSE_CODES.nondeterministic,
+      verdict: "ABSTAIN",
+      title: `The repeated baselines differ (up to ${run.noise_floor.max_rel_deviation} ` +
+        "relative): exact lanes cannot judge this trainer.",
+      next: "Use `tolerance: {auto: true}` for a verdict above the noise, or make the trainer " +
+        "deterministic (fixed reduction order, deterministic kernels).",
+      evidence: [],
+    });
+  }
+  const unjudged = run.comparisons.filter((c) => c.verdict === "ERROR");
+  const bothNaN = unjudged.filter((c) => (c.both_non_finite ?? 0) > 0);
+  if (bothNaN.length > 0) {
+    findings.push({
+      code: CAUSE_CODES.noEvidence,
+      verdict: "ERROR",
+      comparisons: bothNaN.map((c) => c.name),
+      title: `The loss is NaN or infinite on both sides (${
+        bothNaN.map((c) => c.name).join(", ")
+      }):` +
+        " nothing diverged that the metric can show, and nothing is proven.",
+      next: "Find where both runs blew up (LR, overflow in bf16/fp16, a bad batch) and re-run; " +
+        "this is no resume divergence.",
+      evidence: bothNaN.map((c) => `${c.name}: ${c.reason ?? ""}`),
+    });
+  }
+  return findings;
+}
+
+/** One line per finding: the card as the console and JUnit print it. */
+export function cardLines(findings: Finding[]): string[] {
+  return findings.flatMap((f) => [
+    `${f.verdict} [${f.code}] ${f.title}`,
+    `  next: ${f.next}`,
+    ...(f.log_tail ? f.log_tail.split("\n").map((l) => `  | ${l}`) : []),
+  ]);
+}
+
+/**
+ * The console's closing cause, e.g. `baseline~resume-native FAIL, first divergent step 21; state
+ * check names rng` (README), or the failed phase and its message.
+ */
+export function causeLine(findings: Finding[]): string | null {
+  const f = findings.find((x) => x.verdict === "FAIL") ?? findings[0];
+  if (f === undefined) return null;
+  return f.headline ?? f.title;
+}
+
+/** Failing comparisons with the same first step and values: one finding. */
+export interface Group {
+  /** First divergent step. */
+  step: number | null;
+  /** Comparison names. */
+  members: string[];
+  /** `a~b FAIL, first divergent step 21`. */
+  headline: string;
+  /** ` (+5 identical)` when the group has more than one member. */
+  more: string;
+  /** The first member. */
+  sample: ComparisonSummary;
+}
+
+/** Groups failing comparisons that report the same first step and the same values there. */
+export function groupFailures(failing: ComparisonSummary[]): Group[] {
+  const groups = new Map<string, Group>();
+  for (const c of failing) {
+    const d = c.divergence;
+    const key = `${c.first_divergent_step}|${d?.a}|${d?.b}|${c.metric}`;
+    const g = groups.get(key);
+    if (g) g.members.push(c.name);
+    else {
+      groups.set(key, {
+        step: c.first_divergent_step,
+        members: [c.name],
+        headline: "",
+        more: "",
+        sample: c,
+      });
+    }
+  }
+  // Earliest first; at one step, groups judged against the baseline, then the largest.
+  const vsBaseline = (g: Group) => g.sample.a === "baseline" ? 0 : 1;
+  const out = [...groups.values()].sort((x, y) =>
+    (x.step ?? Infinity) - (y.step ?? Infinity) || vsBaseline(x) - vsBaseline(y) ||
+    y.members.length - x.members.length
+  );
+  for (const g of out) {
+    g.more = g.members.length > 1 ? ` (+${g.members.length - 1} identical)` : "";
+    g.headline = g.step === null
+      ? `${g.members[0]} FAIL`
+      : `${g.members[0]} FAIL, first divergent step ${g.step}`;
+  }
+  return out;
+}
+
+function groupText(g: Group): string {
+  const d = g.sample.divergence;
+  const values = d ? ` (a=${d.a}, b=${d.b})` : "";
+  return `${g.members.length} comparison${g.members.length > 1 ? "s" : ""} first fail at step ${
+    g.step ?? "—"
+  }${values}: ${g.members.join(", ")}`;
+}
+
+/** A divergence of a few float32 ULPs at most: noise rather than lost state. */
+function tiny(g: Group): boolean {
+  const d = g.sample.divergence;
+  if (!d || d.a === null || d.b === null) return false;
+  return Math.abs(d.b - d.a) <= 64 * Math.abs(d.a) * Math.pow(2, -23);
+}
+
+function guessKind(phase: string): string | undefined {
+  if (phase.startsWith("resume-plan-")) return "plan";
+  if (phase === "resume-native") return "native";
+  if (phase === "resume-universal") return "universal";
+  return undefined;
+}
+
+function phaseFinding(phase: PhaseSummary): Finding {
+  const tail = (phase.log_tail ?? "").split("\n").filter((l) => l.trim() !== "").slice(-8);
+  const what = phase.status === "timeout" ? "timed out" : "failed";
+  return {
+    code: CAUSE_CODES.phaseFailed,
+    verdict: "ERROR",
+    phases: [phase.name],
+    title: `phase ${phase.name} ${what}: ${phase.message ?? `exit code ${phase.exit_code}`}`,
+    headline: `phase ${phase.name} ${what}: ${lastLine(tail) ?? phase.message ?? ""}`.trim(),
+    next: phase.status === "timeout"
+      ? "Raise `trainer.timeout` or find where it hangs (the log tail's last line); completed " +
+        "phases are reused by the next run."
+      : "Read the log tail below (and phases/" + phase.name + "/stderr.log); fix and re-run — " +
+        "completed phases are reused.",
+    log_tail: tail.join("\n"),
+    evidence: [],
+  };
+}
+
+function lastLine(lines: string[]): string | null {
+  // The last line that looks like an error message, else the last line.
+  const error = [...lines].reverse().find((l) => /error|exception|failed|refus/i.test(l));
+  return (error ?? lines[lines.length - 1] ?? null)?.trim() ?? null;
+}

@@ -1,0 +1,199 @@
+import assert from "node:assert/strict";
+import type {
+  ComparisonSummary,
+  Diagnostic,
+  PhaseSummary,
+  StateCheckSummary,
+} from "../types/summary.ts";
+import { causeLine, findRootCauses, groupFailures, type RootCauseInput } from "./root_cause.ts";
+
+const RESUMES = ["resume-native", "resume-universal", "resume-reshard", "resume-plan-balanced"];
+
+function phase(name: string, role: PhaseSummary["role"], extra: Partial<PhaseSummary> = {}) {
+  return {
+    name,
+    role,
+    status: "ok",
+    cached: false,
+    wall_s: 1,
+    exit_code: 0,
+    ...extra,
+  } as PhaseSummary;
+}
+
+/** A comparison vs the baseline; `fail` gives its first divergent step and values. */
+function vs(b: string, fail?: { step: number; a: number; b: number }, extra = {}) {
+  const cross = b === "resume-reshard" || b.startsWith("resume-plan");
+  return {
+    name: `baseline~${b}`,
+    a: "baseline",
+    b,
+    metric: "loss",
+    lane: cross ? "drift" : "exact",
+    verdict: fail ? "FAIL" : "PASS",
+    first_step: 21,
+    last_step: 40,
+    compared: 20,
+    first_divergent_step: fail?.step ?? null,
+    last_matching_step: null,
+    max_abs: null,
+    mean_abs: null,
+    max_rel: null,
+    max_ulp: null,
+    divergence: fail ? { step: fail.step, a: fail.a, b: fail.b } : null,
+    ...extra,
+  } as ComparisonSummary;
+}
+
+function input(
+  comparisons: ComparisonSummary[],
+  options: { states?: StateCheckSummary[]; diagnostics?: Diagnostic[]; phases?: PhaseSummary[] } =
+    {},
+): RootCauseInput {
+  return {
+    comparisons,
+    state_checks: options.states ??
+      RESUMES.map((p) => ({ phase: p, verdict: "PASS", available: true, differing: [] })),
+    diagnostics: options.diagnostics ?? [],
+    phases: options.phases ?? [
+      phase("baseline", "baseline"),
+      phase("split", "split"),
+      ...RESUMES.map((p) => phase(p, "resume")),
+    ],
+    noise_floor: { repeats: 0, identical: true },
+    save_at: 20,
+  };
+}
+
+const KINDS = {
+  "resume-native": "native",
+  "resume-universal": "universal",
+  "resume-reshard": "universal",
+  "resume-plan-balanced": "plan",
+};
+const big = { step: 21, a: 1.0661, b: 1.0689 };
+
+Deno.test("findRootCauses() says nothing about a clean run", () => {
+  assert.deepEqual(findRootCauses(input(RESUMES.map((p) => vs(p))), KINDS), []);
+});
+
+Deno.test("groupFailures() makes identical failures one group, baseline groups first", () => {
+  const groups = groupFailures([
+    { ...vs("resume-reshard", big), a: "resume-x", name: "resume-x~resume-reshard" },
+    ...RESUMES.map((p) => vs(p, big)),
+  ]);
+  assert.equal(groups.length, 1);
+  assert.equal(groups[0].members.length, 5);
+  assert.equal(groups[0].more, " (+4 identical)");
+  assert.equal(
+    groupFailures([vs("resume-native", big), vs("resume-universal", { ...big, b: 2 })]).length,
+    2,
+  );
+});
+
+Deno.test("findRootCauses() cause-state-not-restored: every resume fails, digests name rng", () => {
+  const states = RESUMES.map((p) => ({
+    phase: p,
+    verdict: "FAIL" as const,
+    available: true,
+    differing: ["rng"],
+  }));
+  const f = findRootCauses(input(RESUMES.map((p) => vs(p, big)), { states }), KINDS);
+  assert.equal(f[0].code, "cause-state-not-restored");
+  assert.deepEqual(f[0].state, ["rng"]);
+  assert.equal(
+    causeLine(f),
+    "baseline~resume-native FAIL, first divergent step 21; state check names rng (+3 identical)",
+  );
+  assert.match(f[0].next, /Restore `rng` on load/);
+});
+
+Deno.test("findRootCauses() cause-converter: native passes, universal and reshard fail", () => {
+  const c = [vs("resume-native"), vs("resume-universal", big), vs("resume-reshard", big)];
+  const f = findRootCauses(input(c), KINDS);
+  assert.equal(f[0].code, "cause-converter");
+  assert.match(f[0].next, /checkpoint\.load_universal/);
+});
+
+Deno.test("findRootCauses() cause-plan: only plan resumes fail", () => {
+  const c = [vs("resume-native"), vs("resume-reshard"), vs("resume-plan-balanced", big)];
+  assert.equal(findRootCauses(input(c), KINDS)[0].code, "cause-plan");
+});
+
+Deno.test("findRootCauses() cause-reshard: same topology passes, another topology fails", () => {
+  const c = [vs("resume-native"), vs("resume-reshard", big)];
+  const f = findRootCauses(
+    input(c, { phases: [phase("resume-native", "resume"), phase("resume-reshard", "resume")] }),
+    {
+      "resume-native": "native",
+      "resume-reshard": "plan-less",
+    },
+  );
+  assert.equal(f[0].code, "cause-reshard");
+});
+
+Deno.test("findRootCauses() cause-drift-bias: a reshard biased rather than drifting", () => {
+  const c = [
+    vs("resume-reshard", { step: 1101, a: 0.8, b: 0.79 }, {
+      reason: "loss is not reduction-order drift: b - a has a persistent bias: mean -0.0002",
+    }),
+  ];
+  const phases = [phase("resume-reshard", "resume")];
+  assert.equal(findRootCauses(input(c, { phases }), KINDS)[0].code, "cause-drift-bias");
+});
+
+Deno.test("findRootCauses() pre-flight findings win: mid-accumulation save and LR schedule", () => {
+  const c = RESUMES.map((p) => vs(p, big));
+  const mid = findRootCauses(
+    input(c, {
+      diagnostics: [{ level: "error", code: "save-mid-accumulation", message: "micro_step 41" }],
+    }),
+    KINDS,
+  );
+  assert.equal(mid[0].code, "cause-save-mid-accumulation");
+  assert.match(mid[0].next, /accumulation boundary/);
+  const lr = findRootCauses(
+    input(c, {
+      diagnostics: [{ level: "error", code: "lr-schedule-mismatch", message: "lr 0.02 vs 0.005" }],
+    }),
+    KINDS,
+  );
+  assert.equal(lr[0].code, "cause-lr-schedule");
+});
+
+Deno.test("findRootCauses() N+1 with equal state: tiny → nondeterministic, large → consumed", () => {
+  const tiny = RESUMES.map((p) => vs(p, { step: 21, a: 1, b: 1 + 4e-7 }));
+  assert.equal(findRootCauses(input(tiny), KINDS)[0].code, "cause-nondeterministic");
+  const large = findRootCauses(input(RESUMES.map((p) => vs(p, big))), KINDS);
+  assert.equal(large[0].code, "cause-consumed-before-first-step");
+  assert.match(large[0].next, /data loader or sampler seeded from the restored global RNG/);
+});
+
+Deno.test("findRootCauses() cause-divergence: a pattern it cannot read still gets a card", () => {
+  const c = [vs("resume-native", { step: 25, a: 1, b: 2 }), vs("resume-universal")];
+  const f = findRootCauses(input(c), KINDS);
+  assert.equal(f[0].code, "cause-divergence");
+});
+
+Deno.test("findRootCauses() cause-phase-failed: the failed phase and its last log lines", () => {
+  const phases = [
+    phase("baseline", "baseline", {
+      status: "failed",
+      exit_code: 1,
+      message: "exited with code 1",
+      log_tail: "loading shard 3\nRuntimeError: boom\n",
+    }),
+  ];
+  const f = findRootCauses(input([], { phases, states: [] }), KINDS);
+  assert.equal(f[0].code, "cause-phase-failed");
+  assert.equal(f[0].verdict, "ERROR");
+  assert.equal(f[0].log_tail, "loading shard 3\nRuntimeError: boom");
+  assert.equal(causeLine(f), "phase baseline failed: RuntimeError: boom");
+});
+
+Deno.test("findRootCauses() cause-update-differs: all match at N+1, fail at N+2, state equal", () => {
+  const c = RESUMES.map((p) => vs(p, { step: 22, a: 1, b: 1.0001 }));
+  const f = findRootCauses(input(c), KINDS);
+  assert.equal(f[0].code, "cause-update-differs");
+  assert.match(f[0].next, /weight decay/);
+});
