@@ -72,7 +72,7 @@ class GlobalDropout(nn.Module):
         if not self.training or self.p == 0.0:
             return x
         rows = x.shape[0]
-        full = torch.rand((rows * self.ctx.dp_size, *x.shape[1:]))
+        full = torch.rand((rows * self.ctx.dp_size, *x.shape[1:]), device=x.device)
         keep = (full[self.ctx.dp_rank * rows:(self.ctx.dp_rank + 1) * rows] >= self.p).to(x.dtype)
         return x * keep / (1.0 - self.p)
 
@@ -245,6 +245,9 @@ def ds_config(a: argparse.Namespace, world: int, micro: int, load_universal: boo
         "expert_parallel": {"enabled": True, "autoep_size": a.autoep_size, "preset_model": "mixtral",
                             "use_grouped_mm": False},
     }
+    if a.offload == "cpu":
+        for key in ("offload_param", "offload_optimizer"):
+            cfg["zero_optimization"][key] = {"device": "cpu", "pin_memory": True}
     if a.precision == "bf16":
         cfg["bf16"] = {"enabled": True}
     if load_universal:
@@ -315,6 +318,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     m.add_argument("--top-k", type=int, default=2)
     m.add_argument("--seq-len", type=int, default=16)
     m.add_argument("--dropout", type=float, default=0.1)
+    d = p.add_argument_group("device")
+    d.add_argument("--accelerator", choices=["cpu", "cuda"], default="cpu",
+                   help="DeepSpeed accelerator: cpu (gloo) or cuda (nccl, one GPU per rank)")
+    d.add_argument("--offload", choices=["none", "cpu"], default="none",
+                   help="ZeRO-3 offload of parameters and optimizer state to CPU memory (the seed's GPU run)")
     o = p.add_argument_group("faults and monitors")
     o.add_argument("--fault", choices=list(FAULTS), default="none",
                    help="inject one resume fault: " + "; ".join(f"{k}: {v}" for k, v in FAULTS.items()))
@@ -334,11 +342,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
+    os.environ["DS_ACCELERATOR"] = a.accelerator  # read when deepspeed is imported
     import deepspeed
     import deepspeed.comm as dist
 
     t0 = time.perf_counter()
-    deepspeed.init_distributed(dist_backend="gloo")
+    deepspeed.init_distributed(dist_backend="nccl" if a.accelerator == "cuda" else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -404,10 +413,10 @@ def main(argv: list[str]) -> int:
     save_s = 0.0
     for step in range(first, a.stop_at + 1):
         lr = engine.get_lr()[0]  # the LR this step uses
-        total = torch.zeros((), dtype=torch.float64)
+        total = torch.zeros((), dtype=torch.float64, device=engine.device)
         before = engine.global_steps
         for m in range(a.grad_accum):
-            loss = engine(sampler.micro_batch(m))
+            loss = engine(sampler.micro_batch(m).to(engine.device))
             engine.backward(loss)
             engine.step()  # an optimizer step at the accumulation boundary only
             total += loss.detach().double()

@@ -126,6 +126,19 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
     layers: { flag: "--layers", description: "transformer layers" },
     hidden: { flag: "--hidden", description: "hidden size" },
     dropout: { flag: "--dropout", description: "dropout probability" },
+    accelerator: {
+      flag: "--accelerator",
+      values: ["cpu", "cuda"],
+      description: "cpu (gloo) or cuda (nccl, one GPU per rank)",
+    },
+    offload: {
+      flag: "--offload",
+      values: ["none", "cpu"],
+      description: "ZeRO-3 offload of parameters and optimizer state to CPU memory",
+    },
+    ffn: { flag: "--ffn", description: "expert intermediate size" },
+    seq_len: { flag: "--seq-len", description: "tokens per sample" },
+    vocab: { flag: "--vocab", description: "vocabulary size" },
     fault: { flag: "--fault", description: "inject one named resume bug" },
   },
   faults: DEEPSPEED_FAULTS,
@@ -137,7 +150,11 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
   metricsFormat: "jsonl",
   codeInputs: [ADAPTER_DIR, join(DEEPSPEED_VENV, ".parity-stamp")],
   argv: deepspeedArgv,
-  env: () => ({ DS_ACCELERATOR: "cpu", OMP_NUM_THREADS: "1" }),
+  env: ({ args }) =>
+    args.accelerator === "cuda"
+      // Deterministic cuBLAS, which torch.use_deterministic_algorithms(True) requires on CUDA.
+      ? { DS_ACCELERATOR: "cuda", CUBLAS_WORKSPACE_CONFIG: ":4096:8" }
+      : { DS_ACCELERATOR: "cpu", OMP_NUM_THREADS: "1" },
   environmentProblem: () =>
     existsSync(PYTHON)
       ? undefined
