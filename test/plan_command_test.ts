@@ -45,6 +45,10 @@ Deno.test("parity plan matches the phases, argv, env and cwd the runner actually
       before.phases.map((p) => ({ name: p.name, argv: p.argv, env: p.env, cwd: p.cwd })),
     );
 
+    // Each plan stands beside the reshard that ran on its target topology.
+    const summary = JSON.parse(await Deno.readTextFile(join(runDir, "summary.json")));
+    for (const p of summary.plan_sync) assert.deepEqual(p.reshard_resumes, ["resume-reshard"]);
+
     const after = await plan(results);
     for (const phase of after.phases) assert.equal(phase.cached_from, runDir, phase.name);
     assert.deepEqual(
@@ -78,4 +82,35 @@ Deno.test("parity plan shows a changed setting as a phase that runs again, and l
   } finally {
     await Deno.remove(results, { recursive: true });
   }
+});
+
+Deno.test("parity plan expands the GPU seed experiment into torchrun, offload and nccl settings", async () => {
+  const out = await runCli([
+    "plan",
+    "experiments/deepspeed/gpu_autoep_seed.yaml",
+    "--results",
+    "/nonexistent-results",
+    "--json",
+  ]);
+  assert.equal(out.code, 0, out.stderr);
+  const preview: PlanPreview = JSON.parse(out.stdout);
+  assert.deepEqual(preview.phases.map((p) => p.name), [
+    "baseline",
+    "split",
+    "resume-native",
+    "convert",
+    "resume-universal",
+  ]);
+  const universal = preview.phases.find((p) => p.name === "resume-universal")!;
+  const flag = (name: string) => universal.argv[universal.argv.indexOf(name) + 1];
+  assert.ok(universal.argv[0].endsWith(".venv-deepspeed/bin/torchrun"));
+  assert.equal(flag("--nproc-per-node"), "4");
+  assert.equal(flag("--autoep-size"), "4");
+  assert.equal(flag("--zero-stage"), "3");
+  assert.equal(flag("--offload"), "cpu");
+  assert.equal(flag("--resume-kind"), "universal", "the script sets load_universal from it");
+  assert.equal(universal.env.DS_ACCELERATOR, "cuda");
+  assert.equal(universal.env.CUBLAS_WORKSPACE_CONFIG, ":4096:8");
+  const convert = preview.phases.find((p) => p.name === "convert")!;
+  assert.ok(convert.argv.includes("deepspeed.checkpoint.ds_to_universal"));
 });

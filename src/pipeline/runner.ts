@@ -296,7 +296,15 @@ async function judgeRun(
     gradAccum: split?.gradAccum,
     phases: evidence,
   });
-  const planSync = states.flatMap((s) => (s.plan ? [s.plan] : []));
+  // Each plan beside the resumes that actually ran on its target topology.
+  const planSync = states.flatMap(({ plan, spec }) => {
+    if (!plan) return [];
+    const reshards = states.filter((s) =>
+      s.spec.role === "resume" && s.spec.resumeKind !== "plan" &&
+      s.spec.topologyKey === spec.topologyKey
+    ).map((s) => s.spec.name);
+    return [reshards.length > 0 ? { ...plan, reshard_resumes: reshards } : plan];
+  });
   const verdicts: Verdict[] = [evaluation.verdict];
   let golden: GoldenJudgement | undefined;
   if (run.golden) {

@@ -150,7 +150,7 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
   metricsFormat: "jsonl",
   codeInputs: [ADAPTER_DIR, join(DEEPSPEED_VENV, ".parity-stamp")],
   argv: deepspeedArgv,
-  env: ({ args }) =>
+  env: ({ args }): Record<string, string> =>
     args.accelerator === "cuda"
       // Deterministic cuBLAS, which torch.use_deterministic_algorithms(True) requires on CUDA.
       ? { DS_ACCELERATOR: "cuda", CUBLAS_WORKSPACE_CONFIG: ":4096:8" }

@@ -125,8 +125,9 @@ export function planTable(run: LoadedRun): Table {
       "local bytes",
       "max process load",
       "mean process load",
+      "reshard that ran",
     ],
-    numeric: [false, false, true, true, true, true, true],
+    numeric: [false, false, true, true, true, true, true, false],
     rows: run.summary.plan_sync.map((p) => [
       c(p.policy),
       c(
@@ -139,9 +140,19 @@ export function planTable(run: LoadedRun): Table {
       c(bytes(p.local_bytes)),
       c(bytes(p.max_process_bytes)),
       c(bytes(p.mean_process_bytes)),
+      c(reshardVerdict(run, p.reshard_resumes ?? [])),
     ]),
     empty: "No plan-sync policies in this experiment.",
   };
+}
+
+/** The resumes on a plan's target topology with their verdicts against the baseline, or "—". */
+function reshardVerdict(run: LoadedRun, phases: string[]): string {
+  const parts = phases.map((phase) => {
+    const found = run.summary.comparisons.find((x) => x.b === phase && x.a === "baseline");
+    return found ? `${phase} (${found.lane} ${found.verdict})` : phase;
+  });
+  return parts.length > 0 ? parts.join(", ") : "—";
 }
 
 /** The noise-floor table (one row). */

@@ -97,6 +97,7 @@ Deno.test("renderMarkdown() sections: state, plan sync, noise floor, phases and 
       "16 KiB",
       "32 KiB",
       "12 KiB",
+      "—",
     ]);
     assert.deepEqual(tableAfter(md, "Noise floor")[2], ["2", "no", "1e-7", "1e-6", "0"]);
     const diag = tableAfter(md, "Diagnostics")[2];

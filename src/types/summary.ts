@@ -178,6 +178,8 @@ export interface PlanSyncSummary {
   mean_process_bytes: number;
   /** Load per process id. */
   per_process?: Record<string, ProcessLoad>;
+  /** Resume phases that ran on the plan's target topology (the reshard the plan stands for). */
+  reshard_resumes?: string[];
 }
 
 /** What the repeated baselines say about the trainer's determinism. */
