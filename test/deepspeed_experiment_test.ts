@@ -111,7 +111,11 @@ Deno.test({
     // expert files and the resume crashes, which is an ERROR with its log tail, never a PASS.
     const crashed = s.phases.find((p) => p.name === "resume-no-load-universal")!;
     assert.equal(crashed.status, "failed");
-    assert.match(crashed.log_tail ?? "", /Expert checkpoint file not found|FileNotFoundError/);
+    assert.equal(comparison(s, "baseline~resume-no-load-universal").verdict, "ERROR");
+    const stderr = await Deno.readTextFile(
+      join(results, s.experiment, "latest", "phases", crashed.name, "stderr.log"),
+    );
+    assert.match(stderr, /FileNotFoundError: Expert checkpoint file not found/);
   },
 });
 
