@@ -10,6 +10,19 @@ import { PROJECT } from "./_testing/cli_harness.ts";
 
 const SRC = join(PROJECT, "src");
 
+/** What the pipeline may import: every layer below it. */
+const BELOW_PIPELINE = [
+  "types",
+  "affine",
+  "process",
+  "metrics",
+  "presets",
+  "parity",
+  "charts",
+  "report",
+  "experiment",
+];
+
 /** Folder → the folders it may import from. */
 const MAY_IMPORT: Record<string, readonly string[]> = {
   types: [],
@@ -21,31 +34,9 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   charts: ["types", "parity"],
   report: ["types", "parity", "charts"],
   experiment: ["types", "presets"],
-  pipeline: [
-    "types",
-    "affine",
-    "process",
-    "metrics",
-    "presets",
-    "parity",
-    "charts",
-    "report",
-    "experiment",
-  ],
+  pipeline: BELOW_PIPELINE,
   reproduce: ["types", "process", "metrics", "parity", "experiment", "pipeline"],
-  cli: [
-    "types",
-    "affine",
-    "process",
-    "metrics",
-    "presets",
-    "parity",
-    "charts",
-    "report",
-    "experiment",
-    "pipeline",
-    "reproduce",
-  ],
+  cli: [...BELOW_PIPELINE, "pipeline", "reproduce"],
   reference: ["affine"],
 };
 

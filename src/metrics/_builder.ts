@@ -120,6 +120,24 @@ export class SeriesBuilder {
     this.#events.push(event);
   }
 
+  /**
+   * The optimizer step of a step column that counts samples (`perStep` samples per step), or
+   * undefined after noting a count that is not a whole number of steps. Without `perStep` the
+   * column already counts steps.
+   */
+  stepOf(raw: number, perStep: number | undefined, where: string): number | undefined {
+    if (!perStep) return raw;
+    const step = raw / perStep;
+    if (Number.isInteger(step)) return step;
+    this.note(
+      READER_CODES.samplesNotAligned,
+      "error",
+      "sample counts that are not a whole number of optimizer steps",
+      `${where}: ${raw} samples / ${perStep}`,
+    );
+    return undefined;
+  }
+
   /** Adds one occurrence of a finding; occurrences of a code are merged into one diagnostic. */
   note(
     code: string,

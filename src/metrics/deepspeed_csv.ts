@@ -117,19 +117,8 @@ function readOne(builder: SeriesBuilder, source: CsvSource, perStep: number | un
       );
       continue;
     }
-    let step = raw;
-    if (perStep) {
-      step = raw / perStep;
-      if (!Number.isInteger(step)) {
-        builder.note(
-          READER_CODES.samplesNotAligned,
-          "error",
-          "sample counts that are not a whole number of optimizer steps",
-          `${where}: ${raw} samples / ${perStep}`,
-        );
-        continue;
-      }
-    }
+    const step = builder.stepOf(raw, perStep, where);
+    if (step === undefined) continue;
     if (!Number.isInteger(step) || step < 0) {
       builder.note(
         READER_CODES.invalidStep,

@@ -140,29 +140,18 @@ function readEvent(
     }
   }
   if (values.length === 0) return; // file_version, graph, metadata-only events
-  if (perStep) {
-    const raw = step;
-    step = raw / perStep;
-    if (!Number.isInteger(step)) {
-      builder.note(
-        READER_CODES.samplesNotAligned,
-        "error",
-        "sample counts that are not a whole number of optimizer steps",
-        `${where}: ${raw} samples / ${perStep}`,
-      );
-      return;
-    }
-  }
-  if (!Number.isInteger(step) || step < 0) {
+  const optimizerStep = builder.stepOf(step, perStep, where);
+  if (optimizerStep === undefined) return;
+  if (!Number.isInteger(optimizerStep) || optimizerStep < 0) {
     builder.note(
       READER_CODES.invalidStep,
       "error",
       "records without a non-negative integer step",
-      `${where}: step ${step}`,
+      `${where}: step ${optimizerStep}`,
     );
     return;
   }
-  builder.beginRecord(step, record, `${name} record`);
+  builder.beginRecord(optimizerStep, record, `${name} record`);
   for (const [tag, value] of values) {
     if (!Number.isFinite(value)) {
       builder.note(

@@ -22,6 +22,7 @@
 import type { MetricSeries } from "../metrics/series.ts";
 import type { DriftSummary } from "../types/summary.ts";
 import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
+import { sortedHas } from "./_sorted.ts";
 
 /** Thresholds of the drift lane (measured on the reference trainer, docs/parity.md). */
 export interface DriftOptions {
@@ -181,7 +182,7 @@ function aligned(
   window: Float64Array | StepRange,
 ): { steps: number[]; xs: number[]; ys: number[] } {
   const inWindow = window instanceof Float64Array
-    ? (s: number) => binaryHas(window, s)
+    ? (s: number) => sortedHas(window, s)
     : (s: number) => s >= window.from && s <= window.to;
   const byStep = new Map<number, number>();
   const va = a.values[metric];
@@ -200,17 +201,6 @@ function aligned(
     ys.push(vb[i]);
   }
   return { steps, xs, ys };
-}
-
-function binaryHas(sorted: Float64Array, x: number): boolean {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid] < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < sorted.length && sorted[lo] === x;
 }
 
 /** Median of |x[k] - x[k-1]|: the loss's own step-to-step noise, the scale drift saturates under. */

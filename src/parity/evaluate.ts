@@ -26,6 +26,7 @@ import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflig
 import { looksRounded } from "./rounded.ts";
 import { checkRestoredState } from "./state_checks.ts";
 import type { Evaluation, EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
+import { firstAtLeast } from "./_sorted.ts";
 
 /** Roles whose phases train and therefore log metrics. */
 const TRAINING_ROLES = new Set(["baseline", "split", "resume", "repeat"]);
@@ -209,7 +210,7 @@ interface JudgeContext extends JudgeOptions {
 
 /** An ERROR comparison that could not be run at all. */
 function unjudged(plan: PlannedComparison, reason: string): ComparisonSummary {
-  return {
+  return unjudgedComparison({
     name: plan.name,
     a: plan.a,
     b: plan.b,
@@ -219,6 +220,22 @@ function unjudged(plan: PlannedComparison, reason: string): ComparisonSummary {
     verdict: "ERROR",
     first_step: plan.window.from,
     last_step: plan.window.to,
+    reason,
+  });
+}
+
+/** The fields that say who compared what and why; the rest of a judged-nothing comparison. */
+type UnjudgedFields =
+  & Pick<
+    ComparisonSummary,
+    "name" | "a" | "b" | "metric" | "lane" | "lane_reason" | "verdict" | "first_step" | "last_step"
+  >
+  & { reason: string };
+
+/** A comparison that compared no step (ERROR or ABSTAIN): every measurement is null. */
+export function unjudgedComparison(fields: UnjudgedFields): ComparisonSummary {
+  return {
+    ...fields,
     compared: 0,
     first_divergent_step: null,
     last_matching_step: null,
@@ -226,7 +243,6 @@ function unjudged(plan: PlannedComparison, reason: string): ComparisonSummary {
     mean_abs: null,
     max_rel: null,
     max_ulp: null,
-    reason,
   };
 }
 
@@ -384,18 +400,6 @@ function windowRounded(
   const lo = firstAtLeast(s.steps, window.from);
   const hi = firstAtLeast(s.steps, window.to + 1);
   return looksRounded(values.subarray(lo, hi), present.subarray(lo, hi));
-}
-
-/** Index of the first element >= `x` in an ascending array (its length when none). */
-function firstAtLeast(sorted: Float64Array, x: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid] < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 function addOnce(list: Diagnostic[], diagnostic: Diagnostic): void {

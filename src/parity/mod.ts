@@ -30,6 +30,7 @@ export {
   judgeSeries,
   type ResolvedTolerance,
   resolveTolerance,
+  unjudgedComparison,
 } from "./evaluate.ts";
 export {
   compareLane,

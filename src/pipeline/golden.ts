@@ -12,7 +12,7 @@
 
 import { join, relative } from "node:path";
 import { type MetricSeries, parseJsonl } from "../metrics/mod.ts";
-import { compareLane } from "../parity/mod.ts";
+import { compareLane, unjudgedComparison } from "../parity/mod.ts";
 import type { ToleranceSpec } from "../types/phase_spec.ts";
 import {
   type ComparisonSummary,
@@ -139,7 +139,7 @@ export interface GoldenJudgement {
 }
 
 function placeholder(metric: string, verdict: "ABSTAIN" | "ERROR", reason: string) {
-  const c: ComparisonSummary = {
+  return unjudgedComparison({
     name: GOLDEN_COMPARISON,
     a: "golden",
     b: "baseline",
@@ -148,16 +148,8 @@ function placeholder(metric: string, verdict: "ABSTAIN" | "ERROR", reason: strin
     verdict,
     first_step: null,
     last_step: null,
-    compared: 0,
-    first_divergent_step: null,
-    last_matching_step: null,
-    max_abs: null,
-    mean_abs: null,
-    max_rel: null,
-    max_ulp: null,
     reason,
-  };
-  return c;
+  });
 }
 
 /** Relative tolerance a golden's stored noise floor allows, if it measured any noise. */

@@ -11,7 +11,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { REPLICA_POLICY_NAMES } from "../affine/mod.ts";
-import { type PresetContext, type PresetDescriptor, presetFlags } from "./preset.ts";
+import { plannerFlags, type PresetContext, type PresetDescriptor, presetFlags } from "./preset.ts";
 import { PROJECT_DIR } from "./project_dir.ts";
 
 /** The preset's Python environment (`PARITY_DEEPSPEED_VENV` overrides where it is). */
@@ -58,16 +58,7 @@ function deepspeedArgv(ctx: PresetContext): string[] {
       "-A",
       "--quiet",
       join(ADAPTER_DIR, "plan_autoep.ts"),
-      "--source-checkpoint",
-      vars.source_checkpoint,
-      "--target",
-      vars.target,
-      "--policy",
-      vars.policy,
-      "--out",
-      vars.plan_out,
-      "--element-size",
-      String(ctx.elementSize),
+      ...plannerFlags(ctx),
       "--python",
       PYTHON,
     ];

@@ -88,6 +88,23 @@ export function presetFlags(
   return out;
 }
 
+/** The planner flags of the contract (README, "Plan sync"), as both presets' planners take them. */
+export function plannerFlags(ctx: PresetContext): string[] {
+  const { vars } = ctx;
+  return [
+    "--source-checkpoint",
+    vars.source_checkpoint,
+    "--target",
+    vars.target,
+    "--policy",
+    vars.policy,
+    "--out",
+    vars.plan_out,
+    "--element-size",
+    String(ctx.elementSize),
+  ];
+}
+
 /** Keys of the preset's topology arguments. */
 export function topologyArgs(preset: PresetDescriptor): string[] {
   return Object.entries(preset.args).filter(([, a]) => a.topology).map(([key]) => key);

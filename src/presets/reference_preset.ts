@@ -7,7 +7,7 @@
 
 import { join } from "node:path";
 import { REPLICA_POLICY_NAMES } from "../affine/mod.ts";
-import { type PresetContext, type PresetDescriptor, presetFlags } from "./preset.ts";
+import { plannerFlags, type PresetContext, type PresetDescriptor, presetFlags } from "./preset.ts";
 import { PROJECT_DIR } from "./project_dir.ts";
 
 /** The reference trainer's CLI module. */
@@ -42,21 +42,7 @@ function referenceArgv(ctx: PresetContext): string[] {
       .concat(fault);
   }
   if (ctx.tool === "planner") {
-    return [
-      ...deno,
-      "plan",
-      "--source-checkpoint",
-      vars.source_checkpoint,
-      "--target",
-      vars.target,
-      "--policy",
-      vars.policy,
-      "--out",
-      vars.plan_out,
-      "--element-size",
-      String(ctx.elementSize),
-      ...fault,
-    ];
+    return [...deno, "plan", ...plannerFlags(ctx), ...fault];
   }
   const argv = [...deno, "train", "--steps", vars.steps, "--stop-at", vars.stop_at];
   argv.push("--seed", vars.seed, "--metrics-file", vars.metrics_file);
