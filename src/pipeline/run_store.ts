@@ -8,9 +8,14 @@
 
 import { dirname, isAbsolute, join, relative, resolve, sep as SEP } from "node:path";
 
-/** Folder-safe form of an experiment name (matrix suffixes may hold `/` from values). */
+/**
+ * Folder-safe form of an experiment name: matrix suffixes may hold `/` from values, and their
+ * brackets are glob syntax, which breaks any trainer that globs its checkpoint folder (DeepSpeed's
+ * loader and `ds_to_universal` do), so `name[k=v]` lives in `name(k=v)`.
+ */
 export function experimentFolderName(name: string): string {
-  return name.replaceAll("/", "_").replaceAll("\0", "");
+  return name.replaceAll("/", "_").replaceAll("\0", "").replaceAll("[", "(")
+    .replaceAll("]", ")").replace(/[*?]/g, "_");
 }
 
 /**

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { assertInside, latestRunDir, listRuns, newRunId, updateLatest } from "./run_store.ts";
+import {
+  assertInside,
+  experimentFolderName,
+  latestRunDir,
+  listRuns,
+  newRunId,
+  updateLatest,
+} from "./run_store.ts";
 
 Deno.test("newRunId() sorts by start time, even within one second", () => {
   const base = Date.UTC(2026, 10, 29, 10, 15, 0, 7);
@@ -32,4 +39,10 @@ Deno.test("updateLatest() and listRuns() keep `latest` pointing at the newest ru
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("experimentFolderName() keeps glob syntax out of folder names", () => {
+  assert.equal(experimentFolderName("ds[zero_stage=1]"), "ds(zero_stage=1)");
+  assert.equal(experimentFolderName("m[path=a/b,x=*?]"), "m(path=a_b,x=__)");
+  assert.equal(experimentFolderName("quickstart"), "quickstart");
 });
