@@ -404,13 +404,15 @@ function checkMetrics(kind: ProgramKind, entry: ProcessEntry, add: Add) {
   }
   // csv_monitor's step column is global_samples unless told otherwise (docs/parity.md).
   const unit = metrics.step_unit ?? (metrics.format === "deepspeed-csv" ? "samples" : "step");
+  // DeepSpeed's monitors (csv and TensorBoard) both log against global samples.
   if (unit === "samples") {
-    if (metrics.format !== "deepspeed-csv") {
-      add(`${at}.step_unit`, "samples is only used with format: deepspeed-csv");
+    if (metrics.format !== "deepspeed-csv" && metrics.format !== "tensorboard") {
+      add(`${at}.step_unit`, "samples is only used with format: deepspeed-csv or tensorboard");
     } else if (metrics.samples_per_step === undefined) {
       add(
         `${at}.samples_per_step`,
-        "required: deepspeed-csv steps count samples (set the global batch size, or step_unit: step)",
+        `required: ${metrics.format} steps count samples (set the global batch size, or ` +
+          "step_unit: step)",
       );
     }
   }

@@ -213,6 +213,15 @@ Deno.test("checkExperimentRules() checks metrics settings and regexes", () => {
   deepEqual(log({ format: "deepspeed-csv" }), samplesNeeded);
   deepEqual(log({ format: "deepspeed-csv", step_unit: "step" }), []);
   deepEqual(log({ format: "deepspeed-csv", samples_per_step: 128 }), []);
+  // DeepSpeed's TensorBoard monitor logs against samples too, when told so.
+  deepEqual(log({ format: "tensorboard", step_unit: "samples", samples_per_step: 8 }), []);
+  deepEqual(log({ format: "tensorboard", step_unit: "samples" }), [
+    "trainer.metrics.samples_per_step: required: tensorboard steps count samples " +
+    "(set the global batch size, or step_unit: step)",
+  ]);
+  deepEqual(log({ format: "jsonl", step_unit: "samples" }), [
+    "trainer.metrics.step_unit: samples is only used with format: deepspeed-csv or tensorboard",
+  ]);
   deepEqual(
     rulesOf(with_((r) => (r.trainer.metrics = { format: "log", pattern: "(?<step>)(?<loss>)" }))),
     [
