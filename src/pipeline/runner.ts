@@ -297,13 +297,13 @@ async function judgeRun(
     phases: evidence,
   });
   // Each plan beside the resumes that actually ran on its target topology.
-  const planSync = states.flatMap(({ plan, spec }) => {
-    if (!plan) return [];
+  const planSync = states.flatMap(({ plan: verified, spec }) => {
+    if (!verified) return [];
     const reshards = states.filter((s) =>
       s.spec.role === "resume" && s.spec.resumeKind !== "plan" &&
       s.spec.topologyKey === spec.topologyKey
     ).map((s) => s.spec.name);
-    return [reshards.length > 0 ? { ...plan, reshard_resumes: reshards } : plan];
+    return [reshards.length > 0 ? { ...verified, reshard_resumes: reshards } : verified];
   });
   const verdicts: Verdict[] = [evaluation.verdict];
   let golden: GoldenJudgement | undefined;
