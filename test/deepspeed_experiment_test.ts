@@ -48,7 +48,7 @@ Deno.test({
     const run = await runCli(["run", file, "--results", results, "--quiet"]);
     assert.equal(run.code, 1, `ZeRO 3 must FAIL the suite\n${run.stderr.slice(-3000)}`);
     for (const stage of [1, 2]) {
-      const s = await latestSummary(results, `deepspeed-cpu-autoep(zero_stage=${stage})`);
+      const s = await latestSummary(results, `deepspeed-cpu-autoep@zero_stage=${stage}`);
       assert.equal(s.verdict, "PASS", `ZeRO ${stage}: ${JSON.stringify(s.findings ?? [])}`);
       for (const name of ["baseline~resume-native", "baseline~resume-universal"]) {
         assert.equal(comparison(s, name).lane, "exact");
@@ -71,7 +71,7 @@ Deno.test({
     }
     // DeepSpeed 0.19.8's ZeRO-3 universal load shares one Adam step tensor across sub-groups:
     // the native resume is exact, the universal one diverges at the second resumed step.
-    const z3 = await latestSummary(results, "deepspeed-cpu-autoep(zero_stage=3)");
+    const z3 = await latestSummary(results, "deepspeed-cpu-autoep@zero_stage=3");
     assert.equal(z3.verdict, "FAIL");
     assert.equal(comparison(z3, "baseline~resume-native").verdict, "PASS");
     const universal = comparison(z3, "baseline~resume-universal");

@@ -9,13 +9,14 @@
 import { dirname, isAbsolute, join, relative, resolve, sep as SEP } from "node:path";
 
 /**
- * Folder-safe form of an experiment name: matrix suffixes may hold `/` from values, and their
- * brackets are glob syntax, which breaks any trainer that globs its checkpoint folder (DeepSpeed's
- * loader and `ds_to_universal` do), so `name[k=v]` lives in `name(k=v)`.
+ * Folder-safe form of an experiment name: `name[k=v,k2=v2]` lives in `name@k=v,k2=v2`, and any
+ * character other than letters, digits and `_ . , = @ -` becomes `_`. Trainers build globs and
+ * regexes from their checkpoint paths: DeepSpeed's loader globs the folder (brackets match
+ * nothing) and `ds_to_universal` compiles the path into an unescaped regex (parentheses and `+`
+ * break it), so a results path must hold no such syntax.
  */
 export function experimentFolderName(name: string): string {
-  return name.replaceAll("/", "_").replaceAll("\0", "").replaceAll("[", "(")
-    .replaceAll("]", ")").replace(/[*?]/g, "_");
+  return name.replace(/\[(.*)\]$/, "@$1").replace(/[^A-Za-z0-9_.,=@-]/g, "_");
 }
 
 /**

@@ -42,7 +42,7 @@ Deno.test("updateLatest() and listRuns() keep `latest` pointing at the newest ru
 });
 
 Deno.test("experimentFolderName() keeps glob syntax out of folder names", () => {
-  assert.equal(experimentFolderName("ds[zero_stage=1]"), "ds(zero_stage=1)");
-  assert.equal(experimentFolderName("m[path=a/b,x=*?]"), "m(path=a_b,x=__)");
-  assert.equal(experimentFolderName("quickstart"), "quickstart");
+  assert.equal(experimentFolderName("ds[zero_stage=1]"), "ds@zero_stage=1");
+  assert.equal(experimentFolderName("m[path=a/b,x=*?(+)]"), "m@path=a_b,x=_____");
+  assert.equal(experimentFolderName("quickstart-v1.2"), "quickstart-v1.2");
 });
