@@ -139,7 +139,7 @@ Deno.test({
       const file = await writeExperiment(
         dir,
         "exp.yaml",
-        echoExperiment("slurm-fail", { FAIL_PHASE: "split" }),
+        echoExperiment("slurm-fail", { FAIL_PHASE: "split", API_TOKEN: "hunter2-secret" }),
       );
       const run = await runCli(["run", file, "--results", dir, "--quiet"], SLURM.env);
       assert.equal(run.code, 3, run.stderr);
@@ -150,6 +150,11 @@ Deno.test({
       assert.match(split.message!, /Slurm job \d+ FAILED .*exit code 1/);
       assert.match(split.log_tail!, /failing phase split on purpose/);
       assert.equal(summary.phases.find((p) => p.name === "baseline")!.status, "ok");
+      const script = await Deno.readTextFile(
+        join(dir, "slurm-fail/latest/phases/baseline/slurm_job.sh"),
+      );
+      assert.match(script, /export FAIL_PHASE='split'/);
+      assert.ok(!script.includes("hunter2"), "a secret-looking variable is not written to disk");
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -13,7 +13,7 @@
  */
 
 import { join } from "node:path";
-import { type ChildStatus, interruption, registerLiveChild } from "../process/mod.ts";
+import { type ChildStatus, interruption, isSecretName, registerLiveChild } from "../process/mod.ts";
 import type { SlurmExecutorSpec } from "../types/phase_spec.ts";
 import {
   cancelJob,
@@ -139,27 +139,35 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
     job.id = options.attach;
   } else {
     await Deno.remove(join(options.dir, SLURM_FILES.exit)).catch(() => {});
+    // Secret-looking variables never reach the script on disk: sbatch gets them in its own
+    // environment and --export=ALL hands them to the job.
+    const plain: Record<string, string> = {};
+    const secret: Record<string, string> = {};
+    for (const [k, v] of Object.entries(options.env)) (isSecretName(k) ? secret : plain)[k] = v;
     const script = join(options.dir, SLURM_FILES.script);
     await Deno.writeTextFile(
       script,
       batchScript({
         phase: options.phase,
         argv: options.argv,
-        env: options.env,
+        env: plain,
         cwd: options.cwd,
         exitFile: join(options.dir, SLURM_FILES.exit),
         srun: options.slurm.srun,
       }),
       { mode: 0o755 },
     );
-    const out = await slurmClient(sbatchArgv(options.slurm, {
-      jobName: `parity-${options.phase}`,
-      script,
-      stdoutPath: join(options.dir, SLURM_FILES.out),
-      stderrPath: join(options.dir, SLURM_FILES.err),
-      cwd: options.cwd,
-      timeoutS: options.timeoutS,
-    }));
+    const out = await slurmClient(
+      sbatchArgv(options.slurm, {
+        jobName: `parity-${options.phase}`,
+        script,
+        stdoutPath: join(options.dir, SLURM_FILES.out),
+        stderrPath: join(options.dir, SLURM_FILES.err),
+        cwd: options.cwd,
+        timeoutS: options.timeoutS,
+      }),
+      secret,
+    );
     if (!out.ok) return await result("failed", `sbatch failed: ${out.stderr.trim()}`);
     try {
       job.id = parseSbatchOutput(out.stdout);

@@ -101,11 +101,18 @@ export interface ClientOutput {
   stderr: string;
 }
 
-/** Runs a Slurm client (`argv[0]` on PATH); a missing program comes back as not ok. */
-export async function slurmClient(argv: string[]): Promise<ClientOutput> {
+/**
+ * Runs a Slurm client (`argv[0]` on PATH) with `env` on top of the harness's environment; a
+ * missing program comes back as not ok.
+ */
+export async function slurmClient(
+  argv: string[],
+  env: Record<string, string> = {},
+): Promise<ClientOutput> {
   try {
     const out = await new Deno.Command(argv[0], {
       args: argv.slice(1),
+      env,
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
