@@ -8,8 +8,10 @@
 # Idempotent. Everything (config, munge key and socket, spool, logs, pid files) lives in
 # $PARITY_SLURM_DIR (default <repo>/.slurm, git-ignored); nothing under /etc is touched, so
 # clients need SLURM_CONF=$PARITY_SLURM_DIR/slurm.conf (the tests find it there by themselves).
-# Needs root and Debian's slurm-wlm + munge. Listens on 127.0.0.1 only, ports
-# $PARITY_SLURM_PORT (controller, default 16817) and +1 (slurmd).
+# Needs root and Debian's slurm-wlm + munge. Controller and node talk over 127.0.0.1, on ports
+# $PARITY_SLURM_PORT (controller, default 16817) and +1 (slurmd). Slurm has no listen-address
+# setting, so the daemons bind every interface; every message is authenticated with a munge key
+# generated here, which nobody else has.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -100,7 +102,13 @@ start() {
 
 stop() {
   # Pending and running jobs first, so no job step outlives its slurmd.
-  if alive "$dir/run/slurmctld.pid"; then SLURM_CONF=$conf scancel --full --quiet -p debug 2>/dev/null || true; fi
+  if alive "$dir/run/slurmctld.pid"; then
+    SLURM_CONF=$conf scancel --quiet -p debug 2>/dev/null || true
+    for _ in $(seq 1 40); do
+      [ -z "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ] && break
+      sleep 0.25
+    done
+  fi
   for name in slurmd slurmctld munged; do
     local pidfile=$dir/run/$name.pid
     if alive "$pidfile"; then
