@@ -126,7 +126,7 @@ export async function executePhase(
   const { spec } = state;
   const cacheOnly = !selected.has(spec.name);
   // A job an earlier harness left in the Slurm queue completes that run's phase: reused below.
-  if (spec.executor && !state.forced && !cacheOnly) await attachEarlierJob(state, ctx);
+  if (spec.executor && !cacheOnly) await attachEarlierJob(state, ctx);
   if (!state.forced || cacheOnly) {
     const hit = await findCachedPhase(ctx.experimentDir, spec.name, state.key, ctx.runDir);
     // A producer whose checkpoint was pruned is reused only when no phase will read it.

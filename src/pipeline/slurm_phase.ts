@@ -19,6 +19,7 @@ import { cancelJob, queryJob, schedulerVersion } from "../executors/slurm_cli.ts
 import { runSlurmJob, SLURM_FILES, type SlurmJobResult } from "../executors/run_slurm_job.ts";
 import { isActiveState } from "../executors/slurm_states.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
+import type { ClusterRecord } from "./manifest.ts";
 import type { RetryDecision, RetryPolicy } from "./retry.ts";
 import type { PhaseContext, PhaseState } from "./phase_execution.ts";
 import { listRuns, pathExists, readJsonIfExists, writeJsonAtomic } from "./run_store.ts";
@@ -39,22 +40,6 @@ export interface SlurmJobFile {
   submitted_at: string;
   /** The `outputs` its phase.json will carry. */
   outputs: Record<string, string | undefined>;
-}
-
-/** The cluster a phase ran on, as the manifest records it. */
-export interface ClusterRecord {
-  /** `slurm 22.05.8`. */
-  scheduler: string;
-  /** Job id. */
-  job_id: string;
-  /** Partition. */
-  partition: string;
-  /** Nodes the job ran on. */
-  nodes: string;
-  /** Final Slurm state. */
-  state: string;
-  /** Times Slurm requeued the job. */
-  restarts: number;
 }
 
 /** `outputs` of a phase's phase.json: where its artifacts are. */
@@ -130,11 +115,7 @@ export function infraRetry(
 
 async function recordCluster(ctx: PhaseContext, phase: string, result: SlurmJobResult) {
   if (!result.job.id) return;
-  const manifest = ctx.manifest as typeof ctx.manifest & {
-    clusters?: Record<string, ClusterRecord>;
-  };
-  manifest.clusters ??= {};
-  manifest.clusters[phase] = {
+  const record: ClusterRecord = {
     scheduler: await schedulerVersion(),
     job_id: result.job.id,
     partition: result.job.partition,
@@ -142,6 +123,7 @@ async function recordCluster(ctx: PhaseContext, phase: string, result: SlurmJobR
     state: result.job.state,
     restarts: result.job.restarts,
   };
+  (ctx.manifest.clusters ??= {})[phase] = record;
   await writeJsonAtomic(ctx.manifestPath, ctx.manifest);
 }
 
@@ -151,6 +133,7 @@ async function recordCluster(ctx: PhaseContext, phase: string, result: SlurmJobR
  * attached; the caller's cache lookup then finds the completed phase.
  */
 export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Promise<boolean> {
+  // --force: the phase runs again, so a job an earlier harness left is cancelled, not followed.
   const { spec } = state;
   const runs = (await listRuns(ctx.experimentDir)).reverse();
   for (const runDir of runs) {
@@ -165,11 +148,12 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
     }
     if (!record) continue;
     const where = relative(ctx.experimentDir, dir);
-    if (record.cache_key !== state.key) {
+    if (record.cache_key !== state.key || state.forced) {
       const job = await queryJob(record.job_id);
       if (typeof job === "object" && isActiveState(job.state)) {
         await cancelJob(record.job_id);
-        ctx.progress.note(`cancelled Slurm job ${record.job_id} of ${where}: its inputs changed`);
+        const why = state.forced ? "the phase is forced" : "its inputs changed";
+        ctx.progress.note(`cancelled Slurm job ${record.job_id} of ${where}: ${why}`);
       }
       if (!(await pathExists(`${dir}.incomplete`))) await Deno.rename(dir, `${dir}.incomplete`);
       continue;
