@@ -223,6 +223,36 @@ Deno.test({
 });
 
 Deno.test({
+  name: "slurm: a harness forced to exit (third SIGINT) still cancels its jobs on the way out",
+  ignore: SLURM_IGNORE,
+  async fn() {
+    assertSlurmReachable();
+    const dir = await Deno.makeTempDir();
+    try {
+      const slow = join(dir, "slow");
+      await Deno.writeTextFile(slow, "");
+      const file = await writeExperiment(
+        dir,
+        "exp.yaml",
+        echoExperiment("slurm-force-exit", { SLOW_FLAG: slow, SLOW_PHASE: "baseline" }),
+      );
+      const harness = startHarness(file, dir);
+      const baseline = await submittedJob(dir, "slurm-force-exit", "baseline");
+      await waitFor(async () => (await jobState(baseline)) === "RUNNING", "the job to run");
+      for (let i = 0; i < 3; i++) harness.kill("SIGINT"); // the third one exits at once
+      await harness.output();
+      await waitFor(
+        async () => !(await queuedJobs()).includes(baseline),
+        `job ${baseline} to leave the queue`,
+        15_000,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
   name: "slurm: after a SIGKILL of the harness the next run attaches to its jobs",
   ignore: SLURM_IGNORE,
   async fn() {
