@@ -319,3 +319,46 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "slurm: a job left by a killed harness is cancelled once the experiment changed",
+  ignore: SLURM_IGNORE,
+  async fn() {
+    assertSlurmReachable();
+    const dir = await Deno.makeTempDir();
+    try {
+      const slow = join(dir, "slow");
+      await Deno.writeTextFile(slow, "");
+      const file = await writeExperiment(
+        dir,
+        "exp.yaml",
+        echoExperiment("slurm-stale", { SLOW_FLAG: slow, SLOW_PHASE: "baseline" }),
+      );
+      const harness = startHarness(file, dir);
+      const baseline = await submittedJob(dir, "slurm-stale", "baseline");
+      const killedRun = (await Array.fromAsync(Deno.readDir(join(dir, "slurm-stale"))))
+        .find((e) => /^\d{8}T/.test(e.name))!;
+      const phases = join(dir, "slurm-stale", killedRun.name, "phases");
+      await waitFor(
+        async () =>
+          (await Deno.readTextFile(join(phases, "baseline/slurm.err")).catch(() => ""))
+            .includes("slow on purpose"),
+        "the job to hang",
+      );
+      harness.kill("SIGKILL");
+      await harness.output();
+      await Deno.remove(slow);
+
+      const rerun = await runCli(
+        ["run", file, "--results", dir, "--set", "schedule.steps=10"],
+        SLURM.env,
+      );
+      assert.equal(rerun.code, 0, rerun.stderr);
+      assert.match(rerun.stderr + rerun.stdout, /cancelled Slurm job \d+ .*its inputs changed/);
+      assert.ok(!(await queuedJobs()).includes(baseline), `job ${baseline} left in squeue`);
+      assert.ok((await Deno.stat(join(phases, "baseline.incomplete"))).isDirectory);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
