@@ -286,7 +286,10 @@ function compilePhase(
   const marker = entry.checkpoint_marker ?? preset?.checkpointMarker;
   if (node.role === "split" && marker) spec.checkpointMarker = marker;
   if (entry.retry) spec.retry = entry.retry;
-  const executor = slurmExecutor(node.resume?.executor ?? entry.executor ?? exp.executor);
+  const executor = slurmExecutor(
+    node.resume?.executor ?? entry.executor ?? exp.executor,
+    preset?.launcher ?? false,
+  );
   if (executor) spec.executor = executor;
   if (node.tool === "planner") {
     const { fault: _fault, ...target } = node.args;
@@ -296,13 +299,16 @@ function compilePhase(
 }
 
 /** The Slurm settings of a phase, or undefined when it runs locally. */
-function slurmExecutor(entry: ExecutorEntry | undefined): SlurmExecutorSpec | undefined {
+function slurmExecutor(
+  entry: ExecutorEntry | undefined,
+  launcher: boolean,
+): SlurmExecutorSpec | undefined {
   if (entry?.kind !== "slurm") return undefined;
   const spec: SlurmExecutorSpec = {
     kind: "slurm",
     extraArgs: [...entry.extra_args],
     pollS: entry.poll,
-    srun: entry.srun,
+    srun: entry.srun ?? launcher,
     maxJobs: entry.max_jobs,
   };
   if (entry.partition !== undefined) spec.partition = entry.partition;

@@ -255,4 +255,13 @@ Deno.test("resolvePlan(): executor per experiment, overridden per program and pe
   );
   assert.ok(local.phases.every((s) => s.executor === undefined));
   assert.equal(local.parallel, 1);
+  const deepspeed = resolvePlan(
+    experiment({
+      executor: { kind: "slurm" },
+      trainer: { preset: "deepspeed", args: { world_size: 2, ep_size: 2 } },
+      resume: { native: { from: "native" } },
+    }),
+    { runDir: "/r", baseDir: "/exp", harnessEnv: {} },
+  );
+  assert.equal(deepspeed.phases[0].executor!.srun, true); // its torchrun runs under srun
 });

@@ -105,8 +105,10 @@ export const ExecutorSchema = z.discriminatedUnion("kind", [
       }),
     poll: z.number("expected a number of seconds").positive("expected a positive number")
       .default(2).describe("seconds between two looks at the job's state"),
-    srun: z.boolean().default(false)
-      .describe("run the phase's command under srun (a launcher per node: torchrun, deepspeed)"),
+    srun: z.boolean().optional().describe(
+      "run the phase's command under srun (a launcher per node); default true for launcher " +
+        "presets (deepspeed), else false",
+    ),
     max_jobs: positiveInt.default(4).describe("independent phases queued at once"),
   }).strict(),
 ], "expected {kind: local} or {kind: slurm, ...}").describe(
