@@ -28,11 +28,16 @@ import {
 
 const SLURM_EXECUTOR = { kind: "slurm", poll: 0.5 };
 
-function echoExperiment(name: string, env: Record<string, string>, timeout = 120) {
+function echoExperiment(
+  name: string,
+  env: Record<string, string>,
+  timeout = 120,
+  executor: Record<string, unknown> = SLURM_EXECUTOR,
+) {
   return {
     name,
     schedule: { steps: 8, save_at: 4 },
-    executor: SLURM_EXECUTOR,
+    executor,
     trainer: { command: denoCommand("echo_trainer.ts", `slurm-${name}`), timeout, env },
     resume: { native: { from: "native" } },
   };
@@ -140,7 +145,13 @@ Deno.test({
       const file = await writeExperiment(
         dir,
         "exp.yaml",
-        echoExperiment("slurm-fail", { FAIL_PHASE: "split", API_TOKEN: "hunter2-secret" }),
+        // Under srun, as a launcher preset runs: the exit code still comes through.
+        echoExperiment(
+          "slurm-fail",
+          { FAIL_PHASE: "split", API_TOKEN: "hunter2-secret" },
+          120,
+          { ...SLURM_EXECUTOR, srun: true },
+        ),
       );
       const run = await runCli(["run", file, "--results", dir, "--quiet"], SLURM.env);
       assert.equal(run.code, 3, run.stderr);
@@ -155,6 +166,7 @@ Deno.test({
         join(dir, "slurm-fail/latest/phases/baseline/slurm_job.sh"),
       );
       assert.match(script, /export FAIL_PHASE='split'/);
+      assert.match(script, /^srun --kill-on-bad-exit=1 --ntasks-per-node=1 '/m);
       assert.ok(!script.includes("hunter2"), "a secret-looking variable is not written to disk");
     } finally {
       await Deno.remove(dir, { recursive: true });

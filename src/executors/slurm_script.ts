@@ -62,7 +62,7 @@ export function batchScript(options: BatchScriptOptions): string {
     lines.push(`export ${name}=${shellQuote(value)}`);
   }
   const command = options.argv.map(shellQuote);
-  if (options.srun) command.unshift("srun", "--kill-on-bad-exit=1");
+  if (options.srun) command.unshift("srun", "--kill-on-bad-exit=1", "--ntasks-per-node=1");
   lines.push(
     command.join(" "),
     "rc=$?",

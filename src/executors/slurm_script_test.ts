@@ -66,7 +66,7 @@ Deno.test("batchScript: srun prefix, bad environment names refused", () => {
   const base = { phase: "p", argv: ["torchrun", "train.py"], env: {}, cwd: "/w", exitFile: "/w/x" };
   assert.match(
     batchScript({ ...base, srun: true }),
-    /^srun --kill-on-bad-exit=1 'torchrun' 'train.py'$/m,
+    /^srun --kill-on-bad-exit=1 --ntasks-per-node=1 'torchrun' 'train.py'$/m,
   );
   assert.match(batchScript(base), /^'torchrun' 'train.py'$/m);
   assert.throws(() => batchScript({ ...base, env: { "A B": "1" } }), TypeError);
