@@ -18,11 +18,12 @@ import type {
   PhasePaths,
   PhaseSpec,
   ResolvedPlan,
+  SlurmExecutorSpec,
 } from "../types/phase_spec.ts";
 import { canonicalJson } from "./canonical_json.ts";
 import { phaseGraph, type PhaseNode } from "./phase_graph.ts";
 import { interpolate, interpolateArg } from "./placeholders.ts";
-import type { Experiment, TrainerArgs } from "./schema.ts";
+import type { ExecutorEntry, Experiment, TrainerArgs } from "./schema.ts";
 
 /** Topology arguments of a `command:` trainer that declares none (docs/experiment-files.md). */
 export const DEFAULT_TOPOLOGY_ARGS: readonly string[] = [
@@ -83,11 +84,13 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
       lane: node.role === "resume" ? chooseLane(node, topology, saved) : undefined,
     });
   });
+  // Slurm phases wait in the cluster's queue, not on this machine: up to max_jobs at once.
+  const maxJobs = Math.max(0, ...phases.map((p) => p.executor?.maxJobs ?? 0));
   return {
     experiment: exp.name,
     runDir: ctx.runDir,
     seed: exp.seed,
-    parallel: exp.parallel,
+    parallel: Math.max(exp.parallel, maxJobs),
     keepCheckpoints: exp.keep_checkpoints,
     phases,
     judge: {
@@ -284,10 +287,37 @@ function compilePhase(
   const marker = entry.checkpoint_marker ?? preset?.checkpointMarker;
   if (node.role === "split" && marker) spec.checkpointMarker = marker;
   if (entry.retry) spec.retry = entry.retry;
+  const executor = slurmExecutor(
+    node.resume?.executor ?? entry.executor ?? exp.executor,
+    preset?.launcher ?? false,
+  );
+  if (executor) spec.executor = executor;
   if (node.tool === "planner") {
     const { fault: _fault, ...target } = node.args;
     spec.target = target;
   }
+  return spec;
+}
+
+/** The Slurm settings of a phase, or undefined when it runs locally. */
+function slurmExecutor(
+  entry: ExecutorEntry | undefined,
+  launcher: boolean,
+): SlurmExecutorSpec | undefined {
+  if (entry?.kind !== "slurm") return undefined;
+  const spec: SlurmExecutorSpec = {
+    kind: "slurm",
+    extraArgs: [...entry.extra_args],
+    pollS: entry.poll,
+    srun: entry.srun ?? launcher,
+    maxJobs: entry.max_jobs,
+  };
+  if (entry.partition !== undefined) spec.partition = entry.partition;
+  if (entry.nodes !== undefined) spec.nodes = entry.nodes;
+  if (entry.gpus_per_node !== undefined) spec.gpusPerNode = entry.gpus_per_node;
+  if (entry.time !== undefined) spec.time = entry.time;
+  if (entry.account !== undefined) spec.account = entry.account;
+  if (entry.qos !== undefined) spec.qos = entry.qos;
   return spec;
 }
 

@@ -228,3 +228,52 @@ Deno.test("resolvePlan() gives a per-resume flag through an optional placeholder
   assert.ok(!all.get("resume-plain")!.argv.some((a) => a.startsWith("--noise")));
   assert.equal(all.get("resume-noisy")!.lane?.lane, "exact", "a flag is no topology");
 });
+
+Deno.test("resolvePlan(): executor per experiment, overridden per program and per resume", () => {
+  const exp = experiment({
+    executor: { kind: "slurm", partition: "gpu", max_jobs: 6 },
+    trainer: { command: ["python", "train.py"] },
+    converter: { command: ["python", "convert.py"], executor: { kind: "local" } },
+    resume: {
+      native: { from: "native", executor: { kind: "slurm", nodes: 2, srun: true } },
+      universal: { from: "universal" },
+    },
+  });
+  const plan = resolvePlan(exp, { runDir: "/r", baseDir: "/exp", harnessEnv: {} });
+  const by = new Map(plan.phases.map((s) => [s.name, s]));
+  assert.deepEqual(by.get("baseline")!.executor, {
+    kind: "slurm",
+    partition: "gpu",
+    extraArgs: [],
+    pollS: 2,
+    srun: false,
+    maxJobs: 6,
+  });
+  assert.equal(by.get("convert")!.executor, undefined);
+  assert.equal(by.get("resume-native")!.executor!.nodes, 2);
+  assert.equal(by.get("resume-native")!.executor!.srun, true);
+  assert.equal(by.get("resume-universal")!.executor!.partition, "gpu");
+  assert.equal(plan.parallel, 6); // Slurm phases queue up to max_jobs at once
+  const local = resolvePlan(
+    experiment({
+      trainer: { command: ["python", "t.py"] },
+      resume: { native: { from: "native" } },
+    }),
+    {
+      runDir: "/r",
+      baseDir: "/exp",
+      harnessEnv: {},
+    },
+  );
+  assert.ok(local.phases.every((s) => s.executor === undefined));
+  assert.equal(local.parallel, 1);
+  const deepspeed = resolvePlan(
+    experiment({
+      executor: { kind: "slurm" },
+      trainer: { preset: "deepspeed", args: { world_size: 2, ep_size: 2 } },
+      resume: { native: { from: "native" } },
+    }),
+    { runDir: "/r", baseDir: "/exp", harnessEnv: {} },
+  );
+  assert.equal(deepspeed.phases[0].executor!.srun, true); // its torchrun runs under srun
+});

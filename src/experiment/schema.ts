@@ -85,6 +85,36 @@ export const RetrySchema = z.object({
     .describe("regexes matched against the log tail").meta({ examples: [["NCCL timeout"]] }),
 }).strict().describe("re-run a phase whose log tail matches (never a parity failure)");
 
+/** Where phases run: local children (default) or Slurm batch jobs (docs/slurm.md). */
+export const ExecutorSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("local") }).strict(),
+  z.object({
+    kind: z.literal("slurm"),
+    partition: z.string().min(1).optional().describe("sbatch --partition"),
+    nodes: positiveInt.optional().describe("sbatch --nodes"),
+    gpus_per_node: nonNegativeInt.optional().describe("sbatch --gpus-per-node"),
+    time: z.string().regex(
+      /^(\d+-)?\d+(:\d+){0,2}$/,
+      "expected a Slurm time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS",
+    ).optional().describe("sbatch --time; default the phase timeout rounded up to minutes"),
+    account: z.string().min(1).optional().describe("sbatch --account"),
+    qos: z.string().min(1).optional().describe("sbatch --qos"),
+    extra_args: z.array(z.string()).default([])
+      .describe("more sbatch options, one argv element each").meta({
+        examples: [["--exclusive", "--constraint=a100"]],
+      }),
+    poll: z.number("expected a number of seconds").positive("expected a positive number")
+      .default(2).describe("seconds between two looks at the job's state"),
+    srun: z.boolean().optional().describe(
+      "run the phase's command under srun (a launcher per node); default true for launcher " +
+        "presets (deepspeed), else false",
+    ),
+    max_jobs: positiveInt.default(4).describe("independent phases queued at once"),
+  }).strict(),
+], "expected {kind: local} or {kind: slurm, ...}").describe(
+  "where phases run: local child processes or Slurm batch jobs",
+);
+
 /** A trainer, converter or planner: a `preset` or a `command` argv template. */
 export const ProcessSchema = z.object({
   preset: z.enum(PRESET_NAMES).optional()
@@ -116,6 +146,9 @@ export const ProcessSchema = z.object({
   code_inputs: z.array(z.string().min(1, "expected a non-empty string")).optional()
     .describe("files, folders or `!command` whose content joins the phase cache key"),
   retry: RetrySchema.optional(),
+  executor: ExecutorSchema.optional().describe(
+    "this program's phases run here (overrides the experiment's)",
+  ),
 }).strict().describe("a program: `preset: reference` or a `command` argv template");
 
 const phaseSuffix = z.string().regex(
@@ -131,6 +164,7 @@ export const ResumeSchema = z.object({
   lane: z.enum(["exact", "tolerance", "drift"]).optional()
     .describe("lane against the baseline; default exact on the saved topology, else drift"),
   lane_reason: z.string().optional().describe("why `lane` is set (shown in the report)"),
+  executor: ExecutorSchema.optional().describe("where this resume runs (overrides the trainer's)"),
 }).strict().describe("one resume of the split checkpoint: phase resume-<name>");
 
 /** Tolerance lane settings. */
@@ -233,6 +267,8 @@ export const ExperimentObjectSchema = z.object({
         "(experiments/goldens/<experiment>/<environment-key>.jsonl)",
     ),
   parallel: positiveInt.default(1).describe("phases run at once"),
+  executor: ExecutorSchema.default({ kind: "local" })
+    .describe("where phases run (a program or resume may override it)"),
   keep_checkpoints: z.enum(["all", "last", "none"]).default("all")
     .describe("which checkpoints stay on disk after the run"),
   charts: z.object({
@@ -253,5 +289,7 @@ export type ProcessEntry = z.output<typeof ProcessSchema>;
 export type TrainerArgs = z.output<typeof TrainerArgsSchema>;
 /** One resume entry. */
 export type ResumeEntry = z.output<typeof ResumeSchema>;
+/** Where phases run. */
+export type ExecutorEntry = z.output<typeof ExecutorSchema>;
 /** One explicit comparison. */
 export type CompareEntry = z.output<typeof CompareSchema>;

@@ -25,6 +25,22 @@ export interface ManifestChild {
   cwd: string;
 }
 
+/** The cluster a phase ran on (Slurm executor). */
+export interface ClusterRecord {
+  /** `slurm-wlm 22.05.8`. */
+  scheduler: string;
+  /** Job id. */
+  job_id: string;
+  /** Partition. */
+  partition: string;
+  /** Nodes the job ran on. */
+  nodes: string;
+  /** Final Slurm state. */
+  state: string;
+  /** Times Slurm requeued the job. */
+  restarts: number;
+}
+
 /** The manifest document. */
 export interface Manifest {
   /** Harness version. */
@@ -47,6 +63,8 @@ export interface Manifest {
   base_dir?: string;
   /** Machine, frameworks, variables and code inputs (filled in while the first phase runs). */
   environment?: EnvironmentFacts;
+  /** Phases run as Slurm jobs: the cluster each ran on, by phase. */
+  clusters?: Record<string, ClusterRecord>;
 }
 
 /** SHA-256 of text or bytes, hex. */

@@ -23,6 +23,7 @@ import { checkPlanFile } from "./plan_check.ts";
 import type { Progress } from "./run_progress.ts";
 import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
 import { writeJsonAtomic } from "./run_store.ts";
+import { attachEarlierJob, infraRetry, runSlurmAttempt, slurmSummary } from "./slurm_phase.ts";
 
 /** Where a phase stands during a run. */
 export interface PhaseState {
@@ -124,6 +125,8 @@ export async function executePhase(
 ): Promise<void> {
   const { spec } = state;
   const cacheOnly = !selected.has(spec.name);
+  // A job an earlier harness left in the Slurm queue completes that run's phase: reused below.
+  if (spec.executor && !cacheOnly) await attachEarlierJob(state, ctx);
   if (!state.forced || cacheOnly) {
     const hit = await findCachedPhase(ctx.experimentDir, spec.name, state.key, ctx.runDir);
     // A producer whose checkpoint was pruned is reused only when no phase will read it.
@@ -222,7 +225,7 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
     const follow = spec.tool === "trainer"
       ? progress.followMetrics(spec.name, paths.metricsFile, spec.stopAt)
       : progress.phaseStart(spec.name);
-    result = await runChild({
+    result = spec.executor ? await runSlurmAttempt(state, ctx) : await runChild({
       argv: spec.argv,
       env: spec.env,
       cwd: spec.cwd,
@@ -236,7 +239,8 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
     const status = childStatus(result.status);
     const decision = result.status === "interrupted"
       ? { retry: false }
-      : shouldRetry(spec.retry, attempt, status, result.logTail);
+      : infraRetry(spec.retry, attempt, result) ??
+        shouldRetry(spec.retry, attempt, status, result.logTail);
     if (!decision.retry) break;
     const aside = await moveAttemptAside(paths.dir, attempt);
     retries.push({ attempt, matched: decision.matched!, message: result.message });
@@ -282,6 +286,7 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
   state.summary = summary;
   await writeJsonAtomic(join(paths.dir, "phase.json"), {
     ...summary,
+    ...("job" in result ? slurmSummary(result) : {}),
     signal: result.signal,
     started_at: startedAt.toISOString(),
     finished_at: new Date().toISOString(),

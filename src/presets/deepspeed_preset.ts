@@ -90,6 +90,7 @@ function deepspeedArgv(ctx: PresetContext): string[] {
 /** The deepspeed preset. */
 export const DEEPSPEED_PRESET: PresetDescriptor = {
   name: "deepspeed",
+  launcher: true,
   description: "real DeepSpeed + AutoEP on CPU ranks over gloo (adapters/deepspeed/train_moe.py)",
   args: {
     world_size: {

@@ -59,6 +59,11 @@ export interface PresetDescriptor {
   codeInputs: readonly string[];
   /** The argv of one phase. */
   argv(ctx: PresetContext): string[];
+  /**
+   * Its argv starts a launcher (torchrun, deepspeed) that spawns the ranks of one node: on Slurm
+   * it runs under `srun`, once per node, unless `executor.srun` says otherwise.
+   */
+  launcher?: boolean;
   /** Extra environment of one phase. */
   env?(ctx: PresetContext): Record<string, string>;
   /** Why the machine cannot run the preset (a missing environment), or undefined. */

@@ -68,3 +68,4 @@ export {
 } from "./metrics_follower.ts";
 export { isSecretName, REDACTED, redactEnv, SECRET_NAME_PATTERN } from "./redact.ts";
 export { groupMembers, reapGroup } from "./reap.ts";
+export { type LiveChildControl, registerLiveChild } from "./_live_children.ts";

@@ -116,6 +116,37 @@ export interface PhaseSpec {
   retry?: { attempts: number; on: string[] };
   /** Planner phases: the target topology document written to `paths.target`. */
   target?: Record<string, unknown>;
+  /** Run as a Slurm batch job instead of a local child (absent: local). */
+  executor?: SlurmExecutorSpec;
+}
+
+/**
+ * A phase run as a Slurm batch job (`executor: {kind: slurm}`; docs/slurm.md). Phases without
+ * one run as local children.
+ */
+export interface SlurmExecutorSpec {
+  /** Always `slurm`. */
+  kind: "slurm";
+  /** `--partition`. */
+  partition?: string;
+  /** `--nodes`. */
+  nodes?: number;
+  /** `--gpus-per-node`. */
+  gpusPerNode?: number;
+  /** `--time` as Slurm reads it (`MM`, `HH:MM:SS`, `D-HH`); default the phase timeout, rounded up to minutes. */
+  time?: string;
+  /** `--account`. */
+  account?: string;
+  /** `--qos`. */
+  qos?: string;
+  /** More sbatch options, one argv element each (never through a shell). */
+  extraArgs: string[];
+  /** Seconds between two looks at the job's state. */
+  pollS: number;
+  /** Run the phase's argv under `srun` (one launcher per node, e.g. torchrun or deepspeed). */
+  srun: boolean;
+  /** Jobs in the queue at once (independent phases only). */
+  maxJobs: number;
 }
 
 /** An explicit comparison from the experiment's `compare:`. */
