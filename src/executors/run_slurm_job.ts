@@ -198,6 +198,7 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
     let runningSince: number | null = null;
     let unreachable = 0;
     let cancelledAt: number | null = null;
+    let failureSeen = false;
     for (;;) {
       if (interruption() && stopReason === null) stopReason = "interrupted";
       const record = await queryJob(jobId);
@@ -227,6 +228,14 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
         });
         if (!isActiveState(record.state)) {
           if (stopReason !== null) break;
+          // A running job that Slurm requeues (preemption, node failure, scontrol requeue) can
+          // show its killed attempt's FAILED for a moment before it is PENDING again: a failure
+          // counts only when a second look, one poll later, still sees the job ended.
+          if (baseState(record.state) !== "COMPLETED" && !failureSeen) {
+            failureSeen = true;
+            await new Promise((resolve) => setTimeout(resolve, options.slurm.pollS * 1000));
+            continue;
+          }
           const code = (await readExitCode(options.dir)) ?? record.exitCode;
           const outcome = jobOutcome(jobId, record.state, {
             reason: record.reason,
@@ -235,6 +244,7 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
           });
           return await result(outcome.status, outcome.message, outcome.infra, code);
         }
+        failureSeen = false;
         if (baseState(record.state) === "RUNNING") runningSince ??= performance.now();
         else if (baseState(record.state) === "PENDING") runningSince = null; // requeued
       }
