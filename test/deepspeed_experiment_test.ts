@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { RunSummary } from "../src/types/summary.ts";
 import { latestSummary, PROJECT, runCli } from "./_testing/cli_harness.ts";
+import { assertSlurmReachable, SLURM, SLURM_IGNORE } from "./_testing/slurm_cluster.ts";
 
 const PYTHON = join(PROJECT, ".venv-deepspeed/bin/python");
 const available = existsSync(PYTHON);
@@ -80,6 +81,51 @@ Deno.test({
     assert.equal(comparison(z3, "resume-native~resume-universal").first_divergent_step, 52);
     assert.deepEqual(stateCheck(z3, "resume-universal").differing, ["optimizer_step"]);
     assert.deepEqual(stateCheck(z3, "resume-native").differing, []);
+  },
+});
+
+Deno.test({
+  name: "deepspeed on Slurm: the same verdict and bit-identical losses as the local executor",
+  ignore: ignore || SLURM_IGNORE,
+  async fn() {
+    assertVenv();
+    assertSlurmReachable();
+    const file = join(PROJECT, "experiments/deepspeed/cpu_autoep.yaml");
+    const local = await runCli([
+      "run",
+      file,
+      "--results",
+      results,
+      "--quiet",
+      "--set",
+      "trainer.args.zero_stage=2",
+      "--set",
+      "name=ds-local",
+    ]);
+    assert.equal(local.code, 0, local.stderr.slice(-3000));
+    // torchrun runs under srun inside one batch job per phase.
+    const slurm = await runCli([
+      "run",
+      file,
+      "--results",
+      results,
+      "--quiet",
+      "--set",
+      "trainer.args.zero_stage=2",
+      "--set",
+      "name=ds-slurm",
+      "--set",
+      "executor={kind: slurm, poll: 1}",
+    ], SLURM.env);
+    assert.equal(slurm.code, 0, slurm.stderr.slice(-3000));
+    const [a, b] = await Promise.all(
+      ["ds-local", "ds-slurm"].map((name) =>
+        Deno.readTextFile(join(results, name, "latest", "losses.csv"))
+      ),
+    );
+    assert.equal(b, a, "every phase's loss, bit for bit");
+    const summary = await latestSummary(results, "ds-slurm");
+    assert.ok(summary.phases.every((p) => !p.cached), "the Slurm run ran every phase itself");
   },
 });
 
