@@ -9,6 +9,7 @@
  */
 
 import { Command, CommanderError } from "commander";
+import { describeEnvironmentError } from "../pipeline/environment_error.ts";
 import { LockHeldError } from "../pipeline/lock.ts";
 import { type ExitCodeSink, USAGE_EXIT_CODE } from "./_subcommand.ts";
 import { SUBCOMMANDS } from "./subcommands.ts";
@@ -45,9 +46,26 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`parity: ${error.message}`);
       return 3;
     }
-    throw error;
+    return reportUncaught(error);
   }
   return exitCode;
+}
+
+/**
+ * Any other error is ERROR (exit 3), never the FAIL that an uncaught exception's exit 1 would
+ * mean: an environment problem in one sentence, a bug as `internal error` with its stack only
+ * when `PARITY_DEBUG` is set.
+ */
+function reportUncaught(error: unknown): number {
+  const environment = describeEnvironmentError(error);
+  if (environment !== null) {
+    console.error(`parity: ERROR: ${environment}`);
+  } else {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`parity: ERROR: internal error: ${message.split("\n")[0]}`);
+    if (Deno.env.get("PARITY_DEBUG") && error instanceof Error) console.error(error.stack);
+  }
+  return 3;
 }
 
 /**

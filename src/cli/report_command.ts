@@ -37,7 +37,10 @@ export const reportCommand: Subcommand = (exit): Command =>
         console.log(`wrote ${runDir}/report.md, report.html, junit.xml and charts/ (${ms} ms)`);
         exit(0);
       } catch (error) {
-        console.error(`error: rendering ${runDir} failed: ${(error as Error).stack ?? error}`);
+        // One sentence (the loaders name the bad file); the stack only with PARITY_DEBUG set.
+        const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        console.error(`error: rendering ${runDir} failed: ${message.split("\n")[0]}`);
+        if (Deno.env.get("PARITY_DEBUG")) console.error((error as Error).stack);
         exit(3);
       }
     });

@@ -42,13 +42,19 @@ let tmpSeq = 0;
 /**
  * Writes text atomically: a sibling temporary file renamed over the target. Each write has its
  * own temporary name, so concurrent writes of one file (parallel phases updating the manifest)
- * never rename each other's half-written file.
+ * never rename each other's half-written file. When the write fails (full or read-only
+ * filesystem) the temporary file is removed before the error is rethrown.
  */
 export async function writeTextAtomic(path: string, text: string): Promise<void> {
   await Deno.mkdir(dirname(path), { recursive: true });
   const tmp = `${path}.${Deno.pid}.${++tmpSeq}.tmp`;
-  await Deno.writeTextFile(tmp, text);
-  await Deno.rename(tmp, path);
+  try {
+    await Deno.writeTextFile(tmp, text);
+    await Deno.rename(tmp, path);
+  } catch (error) {
+    await Deno.remove(tmp).catch(() => {}); // a full disk must not leave half a file behind
+    throw error;
+  }
 }
 
 /** Writes pretty JSON atomically, with a trailing newline. */

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { assertInside, latestRunDir, listRuns, newRunId, updateLatest } from "./run_store.ts";
+import {
+  assertInside,
+  latestRunDir,
+  listRuns,
+  newRunId,
+  updateLatest,
+  writeTextAtomic,
+} from "./run_store.ts";
 
 Deno.test("newRunId() sorts by start time, even within one second", () => {
   const base = Date.UTC(2026, 10, 29, 10, 15, 0, 7);
@@ -29,6 +36,19 @@ Deno.test("updateLatest() and listRuns() keep `latest` pointing at the newest ru
     await updateLatest(dir, newer);
     assert.equal(await latestRunDir(dir), join(dir, newer));
     assert.deepEqual(await listRuns(dir), [join(dir, older), join(dir, newer)]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("writeTextAtomic() leaves no temporary file behind when the write fails", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // The target is a non-empty folder: the temporary file is written, the rename fails.
+    await Deno.mkdir(join(dir, "summary.json", "inside"), { recursive: true });
+    await assert.rejects(() => writeTextAtomic(join(dir, "summary.json"), "{}\n"));
+    const left = [...Deno.readDirSync(dir)].map((e) => e.name);
+    assert.deepEqual(left, ["summary.json"]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -12,6 +12,7 @@ import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts
 import { evaluateRun, lossesCsv, type PhaseEvidence } from "../parity/mod.ts";
 import { interruption } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
+import { describeEnvironmentError } from "./environment_error.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 import { quarantineIncomplete } from "./cache.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
@@ -366,8 +367,10 @@ async function publishRun(
   try {
     await renderRun(runDir, { reuseFrom: await latestRunDir(experimentDir) });
   } catch (e) {
-    // Reports are derived data: a rendering bug must not lose the verdict.
-    progress.note(`warning: report rendering failed: ${e instanceof Error ? e.message : e}`);
+    // A run without its reports is never PASS: the verdict becomes ERROR, saying why.
+    const reason = reportsNotWritten(judged, summary, e);
+    progress.note(`error: the reports could not be written: ${reason}`);
+    await writeJsonAtomic(join(runDir, "summary.json"), summary);
   }
   await appendHistory(resultsDir, summary);
   await updateLatest(experimentDir, summary.run_id);
@@ -379,6 +382,22 @@ async function publishRun(
     summary.wall_s,
     relative(Deno.cwd(), runDir) || runDir,
   );
+}
+
+/** Turns the run ERROR because its reports failed to render; returns the reason. */
+function reportsNotWritten(judged: RunSummary, summary: RunSummary, error: unknown): string {
+  const reason = describeEnvironmentError(error) ??
+    (error instanceof Error ? error.message : String(error));
+  for (const s of [judged, summary]) {
+    s.verdict = worstVerdict([s.verdict, "ERROR"]);
+    s.exit_code = EXIT_CODES[s.verdict];
+  }
+  summary.diagnostics.push({
+    level: "error",
+    code: "reports-not-written",
+    message: `the reports could not be written: ${reason}`,
+  });
+  return reason;
 }
 
 function round3(x: number): number {
