@@ -10,11 +10,12 @@ import { join, relative, resolve } from "node:path";
 import { stringify as toYaml } from "yaml";
 import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { evaluateRun, lossesCsv, type PhaseEvidence } from "../parity/mod.ts";
-import { interruption } from "../process/mod.ts";
+import { HARNESS_REDACTION, interruption } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import { describeEnvironmentError } from "./environment_error.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 import { quarantineIncomplete } from "./cache.ts";
+import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
 import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
 import { gitState, HARNESS_VERSION, newManifest, sha256Hex } from "./manifest.ts";
@@ -121,15 +122,17 @@ async function runLocked(
     baseDir: options.baseDir,
     harnessEnv: options.harnessEnv,
   });
+  learnRunSecrets(exp, plan.phases, options.harnessEnv);
+  const writtenYaml = toYaml(redactedExperiment(exp));
   const selected = selectPhases(plan.phases, options.only);
   const forced = forcedPhases(plan.phases, options.force);
   const progress = options.progress;
 
   await Deno.mkdir(join(runDir, "phases"), { recursive: true });
   for (const note of await quarantineIncomplete(experimentDir, runDir)) progress.note(note);
-  await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), resolvedYaml);
+  await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), writtenYaml);
   const hashes: Record<string, string> = {
-    "experiment.resolved.yaml": await sha256Hex(resolvedYaml),
+    "experiment.resolved.yaml": await sha256Hex(writtenYaml),
   };
   if (options.experimentFile) {
     try {
@@ -181,8 +184,8 @@ async function runLocked(
       ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
       : undefined,
   });
-  await publishRun(plan, summary, options.resultsDir, experimentDir, progress);
-  return { runDir, summary };
+  const published = await publishRun(plan, summary, options.resultsDir, experimentDir, progress);
+  return { runDir, summary: published };
 }
 
 /**
@@ -359,8 +362,10 @@ async function publishRun(
   resultsDir: string,
   experimentDir: string,
   progress: Progress,
-): Promise<void> {
-  const { losses, ...summary } = judged;
+): Promise<RunSummary> {
+  const { losses, ...unredacted } = judged;
+  // Messages and log tails may quote a secret; history and suite indexes get this copy too.
+  const summary = HARNESS_REDACTION.redactValue(unredacted);
   const runDir = plan.runDir;
   await writeTextAtomic(join(runDir, "losses.csv"), losses);
   await writeJsonAtomic(join(runDir, "summary.json"), summary);
@@ -382,6 +387,7 @@ async function publishRun(
     summary.wall_s,
     relative(Deno.cwd(), runDir) || runDir,
   );
+  return summary;
 }
 
 /** Turns the run ERROR because its reports failed to render; returns the reason. */

@@ -67,4 +67,10 @@ export {
   type MetricsFollower,
 } from "./metrics_follower.ts";
 export { isSecretName, REDACTED, redactEnv, SECRET_NAME_PATTERN } from "./redact.ts";
+export {
+  HARNESS_REDACTION,
+  MIN_SECRET_CHARS,
+  RedactionPolicy,
+  TOKEN_PATTERNS,
+} from "./redaction_policy.ts";
 export { groupMembers, reapGroup } from "./reap.ts";
