@@ -16,6 +16,7 @@ import {
   type ValidationResult,
 } from "./validation_errors.ts";
 import { loadExperimentFile } from "./load.ts";
+import { countLimitErrors } from "./input_limits.ts";
 import { expandMatrix, type MatrixExpansion } from "./matrix.ts";
 import { applySets, parseSetArgument, type SetOverride } from "./overrides.ts";
 import { checkExperimentRules } from "./rules.ts";
@@ -68,6 +69,8 @@ export function validateExperiment(
     throw error;
   }
   dropOverriddenMatrixKeys(data, overrides);
+  const tooMany = countLimitErrors(data);
+  if (tooMany.length > 0) return { ok: false, errors: tooMany };
 
   const expanded = expandMatrix(data, ExperimentObjectSchema);
   if (!expanded.ok) {
