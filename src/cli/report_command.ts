@@ -1,13 +1,15 @@
 /**
  * `parity report <run-dir>`: re-renders report.md, report.html, junit.xml and charts/ of a
  * finished run from its stored artifacts (docs/reports.md). Exit 0 when written, 2 on a usage
- * error or a missing run folder, 3 when rendering failed.
+ * error or a missing run folder, 3 when rendering failed or the run's artifacts no longer match
+ * the content hashes its phases recorded (a tampered or corrupted run folder is not re-rendered).
  *
  * @module
  */
 
 import { Command } from "commander";
 import { renderRun, resolveRunDir } from "../report/mod.ts";
+import { runArtifactProblems } from "../pipeline/verify_run.ts";
 import type { Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity report`. */
@@ -29,6 +31,12 @@ export const reportCommand: Subcommand = (exit): Command =>
       } catch (error) {
         console.error(`error: ${(error as Error).message}`);
         return exit(2);
+      }
+      const problems = await runArtifactProblems(runDir);
+      if (problems.length > 0) {
+        for (const problem of problems) console.error(`error: ${runDir}: ${problem}`);
+        console.error("error: the artifacts no longer match the run's record; not rendering");
+        return exit(3);
       }
       try {
         const start = performance.now();
