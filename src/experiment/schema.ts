@@ -191,7 +191,8 @@ export const PlanSyncSchema = z.object({
   ).min(1, "expected at least one policy")
     .describe("one plan-<policy> phase each").meta({ examples: [["first_holder", "balanced"]] }),
   resume: z.boolean().default(true).describe("add resume-plan-<policy> phases"),
-  element_size: positiveInt.default(4).describe("bytes per element for plan statistics"),
+  element_size: positiveInt.max(64, "expected at most 64 bytes per element").default(4)
+    .describe("bytes per element for plan statistics"),
 }).strict().describe("plan-path resharding through the affine planner");
 
 /** The experiment file. */

@@ -16,6 +16,7 @@ import { describeEnvironmentError } from "./environment_error.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 import { quarantineIncomplete } from "./cache.ts";
 import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
+import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
 import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
 import { gitState, HARNESS_VERSION, newManifest, sha256Hex } from "./manifest.ts";
@@ -295,6 +296,16 @@ async function judgeRun(
   });
   const planSync = states.flatMap((s) => (s.plan ? [s.plan] : []));
   const verdicts: Verdict[] = [evaluation.verdict];
+  const outside = scheduleDiagnostics(
+    states.filter((s) => s.summary?.status === "ok").map((s) => s.spec),
+    evaluation.series,
+    plan.judge.saveAt,
+    evaluation.diagnostics.some((d) => d.code === "step-unit-micro-batches"),
+  );
+  if (outside.length > 0) {
+    evaluation.diagnostics.push(...outside);
+    verdicts.push("ERROR");
+  }
   let golden: GoldenJudgement | undefined;
   if (run.golden) {
     const baseline = plan.phases.find((s) => s.role === "baseline");
