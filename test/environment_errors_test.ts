@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { pathExists } from "../src/pipeline/run_store.ts";
-import { runCli, writeExperiment } from "./_testing/cli_harness.ts";
+import { denoCommand, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 
 function touchExperiment(marker: string, name = "env-error") {
   return {
@@ -96,6 +96,43 @@ Deno.test("run: a filesystem error during the run is ERROR in one sentence, no s
     assert.equal(run.code, 3, run.stderr);
     assert.match(run.stderr, /^parity: ERROR: .*env-error/m);
     assert.ok(!run.stderr.includes("    at "), `no stack trace: ${run.stderr}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("run: a write failing after the verdict leaves summary.json ERROR, exit 3, no *.tmp", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = await writeExperiment(dir, "x.yaml", {
+      name: "late-failure",
+      schedule: { steps: 4, save_at: 2 },
+      trainer: { command: denoCommand("echo_trainer.ts", "late-failure-marker"), timeout: 120 },
+      resume: { native: { from: "native" } },
+    });
+    const results = join(dir, "results");
+    // history.csv cannot be appended to: it is a folder.
+    await Deno.mkdir(join(results, "history.csv", "x"), { recursive: true });
+    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(run.code, 3, run.stderr);
+    assert.match(run.stderr, /^parity: ERROR: .*history\.csv/m);
+    assert.ok(!run.stderr.includes("    at "), "no stack trace");
+    const runs = [...Deno.readDirSync(join(results, "late-failure"))]
+      .filter((e) => e.isDirectory).map((e) => e.name);
+    const summary = JSON.parse(
+      await Deno.readTextFile(join(results, "late-failure", runs[0], "summary.json")),
+    );
+    assert.equal(summary.verdict, "ERROR");
+    assert.ok(summary.diagnostics.some((d: { code: string }) => d.code === "reports-not-written"));
+    const leftovers: string[] = [];
+    const walk = (d: string) => {
+      for (const e of Deno.readDirSync(d)) {
+        if (e.isDirectory) walk(join(d, e.name));
+        else if (e.name.endsWith(".tmp")) leftovers.push(join(d, e.name));
+      }
+    };
+    walk(results);
+    assert.deepEqual(leftovers, []);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

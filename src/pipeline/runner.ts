@@ -388,8 +388,15 @@ async function publishRun(
     progress.note(`error: the reports could not be written: ${reason}`);
     await writeJsonAtomic(join(runDir, "summary.json"), summary);
   }
-  await appendHistory(resultsDir, summary);
-  await updateLatest(experimentDir, summary.run_id);
+  try {
+    await appendHistory(resultsDir, summary);
+    await updateLatest(experimentDir, summary.run_id);
+  } catch (e) {
+    // A full or read-only disk: summary.json must not keep saying PASS for an ERROR exit.
+    reportsNotWritten(judged, summary, e);
+    await writeJsonAtomic(join(runDir, "summary.json"), summary).catch(() => {});
+    throw e;
+  }
   if (plan.keepCheckpoints === "none") await pruneRunCheckpoints(runDir);
   if (plan.keepCheckpoints === "last") await pruneOlderRuns(experimentDir);
   progress.runEnd(
