@@ -10,16 +10,22 @@ import { HARNESS_REDACTION, redactEnv } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 
 /**
- * Adds the secrets of a run to {@linkcode HARNESS_REDACTION}: secret-named variables of the
- * harness's own environment (they reach children through `${env.X}`), and the secret-named
- * variables, URL passwords and secret flags of every phase's expanded environment and argv.
+ * Adds the secrets of a run to {@linkcode HARNESS_REDACTION}: the secret-named variables of the
+ * harness's own environment that the experiment references as `${env.X}` (the only way they
+ * reach a child's argv or environment), and the secret-named variables, URL passwords and
+ * secret flags of every phase's expanded environment and argv.
  */
 export function learnRunSecrets(
   exp: Experiment,
   phases: readonly PhaseSpec[],
   harnessEnv: Readonly<Record<string, string>>,
 ): void {
-  HARNESS_REDACTION.addEnv(harnessEnv);
+  const referenced = new Set(
+    [...JSON.stringify(exp).matchAll(/\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]),
+  );
+  HARNESS_REDACTION.addEnv(
+    Object.fromEntries(Object.entries(harnessEnv).filter(([name]) => referenced.has(name))),
+  );
   for (const env of experimentEnvs(exp)) HARNESS_REDACTION.addEnv(env);
   for (const spec of phases) {
     HARNESS_REDACTION.addEnv(spec.env);

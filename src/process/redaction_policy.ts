@@ -28,6 +28,10 @@ export const TOKEN_PATTERNS: readonly RegExp[] = [
   /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
 ];
 
+/** Values never treated as secrets by value (still redacted by name): flags and plain numbers. */
+const TRIVIAL_VALUE =
+  /^(?:true|false|yes|no|on|off|none|null|enabled?|disabled?|[-+]?[\d.]+(?:e[-+]?\d+)?)$/i;
+
 /** `scheme://user:password@` — the password part is group 2. */
 const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@"']*:)([^\s@/"']+)@/gi;
 
@@ -40,9 +44,13 @@ export class RedactionPolicy {
   #values = new Set<string>();
   #sorted: string[] | null = [];
 
-  /** Treat `value` as a secret from now on (ignored when shorter than {@linkcode MIN_SECRET_CHARS}). */
+  /**
+   * Treat `value` as a secret from now on; ignored when shorter than
+   * {@linkcode MIN_SECRET_CHARS}, or a boolean-like word or a plain number.
+   */
   addValue(value: string): void {
     if (value.length < MIN_SECRET_CHARS || value === REDACTED || this.#values.has(value)) return;
+    if (TRIVIAL_VALUE.test(value)) return; // a flag or a number: replacing it would mangle files
     this.#values.add(value);
     this.#sorted = null;
   }

@@ -33,3 +33,18 @@ Deno.test("RedactionPolicy: redactValue copies, redacting strings only", () => {
   policy.addValue("ab"); // too short to redact by value
   assert.equal(policy.redactText("ab cd"), "ab cd");
 });
+
+Deno.test("RedactionPolicy: flag words and plain numbers are not redacted by value", () => {
+  const policy = new RedactionPolicy();
+  policy.addEnv({
+    USE_API_KEY: "true",
+    KEY_COUNT: "1024",
+    TOKEN_TTL: "3600.5",
+    API_KEY: "k3y-val",
+  });
+  assert.equal(policy.size, 1);
+  assert.equal(
+    policy.redactText("resume: true\nsteps: 1024\nk3y-val"),
+    "resume: true\nsteps: 1024\n<redacted>",
+  );
+});
