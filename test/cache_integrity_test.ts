@@ -40,3 +40,38 @@ Deno.test("cache: a truncated cached metrics file is run again; report refuses t
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("report: a corrupted summary.json or edited resolved experiment is refused, naming the file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = await writeExperiment(dir, "x.yaml", {
+      name: "corrupt",
+      schedule: { steps: 4, save_at: 2 },
+      trainer: { command: denoCommand("echo_trainer.ts", "corrupt-marker"), timeout: 120 },
+      resume: { native: { from: "native" } },
+    });
+    const results = join(dir, "results");
+    assert.equal((await runCli(["run", file, "--results", results, "--quiet"])).code, 0);
+    const runDir = join(results, "corrupt", (await latestSummary(results, "corrupt")).run_id);
+    const summaryText = await Deno.readTextFile(join(runDir, "summary.json"));
+
+    await Deno.writeTextFile(join(runDir, "summary.json"), '{"schema_version": 1}\n');
+    const shape = await runCli(["report", runDir]);
+    assert.equal(shape.code, 3, shape.stderr);
+    assert.match(shape.stderr, /summary\.json: "comparisons" is not a list/);
+    assert.ok(!shape.stderr.includes("    at "), "no stack trace");
+
+    await Deno.writeTextFile(join(runDir, "summary.json"), summaryText.slice(0, 50));
+    const broken = await runCli(["report", runDir]);
+    assert.equal(broken.code, 3);
+    assert.match(broken.stderr, /summary\.json is not valid JSON/);
+
+    await Deno.writeTextFile(join(runDir, "summary.json"), summaryText);
+    await Deno.writeTextFile(join(runDir, "experiment.resolved.yaml"), "name: edited\n");
+    const edited = await runCli(["report", runDir]);
+    assert.equal(edited.code, 3);
+    assert.match(edited.stderr, /experiment\.resolved\.yaml changed since the run/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

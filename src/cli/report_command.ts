@@ -34,8 +34,10 @@ export const reportCommand: Subcommand = (exit): Command =>
       }
       const problems = await runArtifactProblems(runDir);
       if (problems.length > 0) {
-        for (const problem of problems) console.error(`error: ${runDir}: ${problem}`);
-        console.error("error: the artifacts no longer match the run's record; not rendering");
+        for (const problem of problems) console.error(`error: ${problem}`);
+        console.error(
+          `error: ${runDir}: the artifacts no longer match the run's record; not rendering`,
+        );
         return exit(3);
       }
       try {

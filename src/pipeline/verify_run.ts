@@ -8,6 +8,7 @@
 
 import { join } from "node:path";
 import type { PhaseRecord } from "./cache.ts";
+import { sha256Hex } from "./manifest.ts";
 import { outputsChanged } from "./output_hashes.ts";
 
 /**
@@ -15,7 +16,9 @@ import { outputsChanged } from "./output_hashes.ts";
  * Phases without recorded hashes (runs made before hashes existed) are not checked.
  */
 export async function runArtifactProblems(runDir: string): Promise<string[]> {
-  const problems: string[] = [];
+  const problems: string[] = [...await summaryShapeProblems(runDir)];
+  const resolved = await resolvedExperimentProblem(runDir);
+  if (resolved !== null) problems.push(resolved);
   let entries: Deno.DirEntry[];
   try {
     entries = await Array.fromAsync(Deno.readDir(join(runDir, "phases")));
@@ -39,4 +42,46 @@ export async function runArtifactProblems(runDir: string): Promise<string[]> {
     if (changed !== null) problems.push(`phase ${entry.name}: ${changed}`);
   }
   return problems;
+}
+
+/** summary.json fields the reports read, each of the right kind (a missing file is left to the loader). */
+async function summaryShapeProblems(runDir: string): Promise<string[]> {
+  const file = join(runDir, "summary.json");
+  let summary: Record<string, unknown>;
+  try {
+    summary = JSON.parse(await Deno.readTextFile(file));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    return [`${file} is not valid JSON (${(error as Error).message})`];
+  }
+  if (summary === null || typeof summary !== "object" || Array.isArray(summary)) {
+    return [`${file} is not a JSON object`];
+  }
+  const problems: string[] = [];
+  for (const field of ["phases", "comparisons", "diagnostics"]) {
+    if (!Array.isArray(summary[field])) problems.push(`${file}: "${field}" is not a list`);
+  }
+  if (!["PASS", "FAIL", "ERROR", "ABSTAIN"].includes(summary.verdict as string)) {
+    problems.push(`${file}: "verdict" is not PASS, FAIL, ERROR or ABSTAIN`);
+  }
+  return problems;
+}
+
+/** experiment.resolved.yaml must still hash to what manifest.json recorded for it. */
+async function resolvedExperimentProblem(runDir: string): Promise<string | null> {
+  let recorded: unknown;
+  try {
+    const manifest = JSON.parse(await Deno.readTextFile(join(runDir, "manifest.json")));
+    recorded = manifest?.input_hashes?.["experiment.resolved.yaml"];
+  } catch {
+    return null; // hand-made or older run folders have no manifest to check against
+  }
+  if (typeof recorded !== "string") return null;
+  const file = join(runDir, "experiment.resolved.yaml");
+  try {
+    if ((await sha256Hex(await Deno.readFile(file))) === recorded) return null;
+  } catch {
+    return `${file} is missing`;
+  }
+  return `${file} changed since the run (its hash differs from manifest.json)`;
 }
