@@ -23,6 +23,9 @@ import type {
 } from "./plan_transfers.ts";
 import { toProcessMap } from "./plan_transfers.ts";
 
+/** Largest accepted bytes per element (the widest numeric types are 16 bytes; 64 leaves room). */
+export const MAX_ELEMENT_SIZE = 64;
+
 /** The plan file schema version this module reads and writes. */
 export const PLAN_SCHEMA_VERSION = 1;
 
@@ -178,6 +181,11 @@ export function parsePlanFile(raw: unknown): PlanFile {
       typeof p.element_size !== "number" || !Number.isInteger(p.element_size) || p.element_size <= 0
     ) {
       throw new AffineError(`${at}.element_size: expected a positive integer`);
+    }
+    if (p.element_size > MAX_ELEMENT_SIZE) {
+      throw new AffineError(
+        `${at}.element_size: ${p.element_size} bytes per element; at most ${MAX_ELEMENT_SIZE}`,
+      );
     }
     if (!isRecord(p.source_map)) throw new AffineError(`${at}.source_map: expected a map object`);
     if (!isRecord(p.target_map)) throw new AffineError(`${at}.target_map: expected a map object`);

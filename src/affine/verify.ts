@@ -25,7 +25,7 @@
 
 import { copyBox, extract, mapFromDict, numelOf } from "./map.ts";
 import type { ParamAffineMap } from "./map.ts";
-import type { PlanFile } from "./plan_file.ts";
+import { MAX_ELEMENT_SIZE, type PlanFile } from "./plan_file.ts";
 
 /** Traffic figures of a plan. */
 export interface PlanStats {
@@ -434,6 +434,9 @@ function verifyParameter(name: string, entry: Record<string, unknown>, acc: Acco
   const elementSize = entry.element_size;
   if (typeof elementSize !== "number" || !Number.isInteger(elementSize) || elementSize <= 0) {
     reject(`${at}.element_size: expected a positive integer`);
+  }
+  if (elementSize > MAX_ELEMENT_SIZE) {
+    reject(`${at}.element_size: ${elementSize} bytes per element; at most ${MAX_ELEMENT_SIZE}`);
   }
   const source = buildSide(entry.source_map, `${at}.source_map`);
   const target = buildSide(entry.target_map, `${at}.target_map`);

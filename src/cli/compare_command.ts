@@ -10,7 +10,7 @@ import { Command, Option } from "commander";
 import type { MetricsFormat } from "../metrics/series.ts";
 import { compareMetricsFiles, formatCompareTable } from "../parity/mod.ts";
 import { EXIT_CODES } from "../types/summary.ts";
-import { numberArgument, type Subcommand } from "./_subcommand.ts";
+import { numberArgument, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity compare`, as commander parses them. */
 export interface CompareCommandOptions {
@@ -82,7 +82,9 @@ export const compareCommand: Subcommand = (exit): Command =>
     .option("--to <S>", "window end (default: the last step both files span)", count)
     .option("--json", "print JSON instead of a table")
     .addHelpText("after", "\nExit codes: 0 PASS, 1 FAIL, 3 ERROR, 4 ABSTAIN, 2 usage error.")
-    .action(async (a: string, b: string, options: CompareCommandOptions) => {
+    .action(async (a: string, b: string, options: CompareCommandOptions, command: Command) => {
+      const problem = await compareUsageProblem(a, b, options);
+      if (problem !== null) usageError(command, problem);
       const result = await compareMetricsFiles({
         a,
         b,
@@ -104,3 +106,33 @@ export const compareCommand: Subcommand = (exit): Command =>
       );
       exit(EXIT_CODES[result.verdict]);
     });
+
+/**
+ * A usage mistake of `parity compare` (exit 2, nothing judged): an inverted window, an option
+ * that does not apply to the chosen formats, or an input that is not a readable file or folder.
+ */
+async function compareUsageProblem(
+  a: string,
+  b: string,
+  options: CompareCommandOptions,
+): Promise<string | null> {
+  if (options.from !== undefined && options.to !== undefined && options.from > options.to) {
+    return `--from ${options.from} is after --to ${options.to}`;
+  }
+  const formats = [options.format, options.formatB ?? options.format];
+  if (options.pattern !== undefined && !formats.includes("log")) {
+    return "--pattern applies only to --format log";
+  }
+  const csv = formats.includes("deepspeed-csv");
+  if (!csv && (options.samplesPerStep !== undefined || options.stepUnit !== undefined)) {
+    return "--step-unit and --samples-per-step apply only to --format deepspeed-csv";
+  }
+  for (const path of [a, b]) {
+    try {
+      await Deno.stat(path);
+    } catch {
+      return `${path}: no such file or folder`;
+    }
+  }
+  return null;
+}

@@ -87,6 +87,23 @@ Deno.test("parity compare exits 2 on usage errors", async () => {
   assert.equal((await capture(["--help"])).code, 0);
 });
 
+Deno.test("parity compare exits 2 on usage mistakes: missing file, inverted window, stray options", async () => {
+  await withTempDir(async (dir) => {
+    const [a, b] = await files(dir);
+    const cases: [string[], RegExp][] = [
+      [[a, `${dir}/none.jsonl`], /none\.jsonl: no such file or folder/],
+      [[a, b, "--from", "8", "--to", "3"], /--from 8 is after --to 3/],
+      [[a, b, "--pattern", "step (?<step>\\d+)"], /--pattern applies only to --format log/],
+      [[a, b, "--samples-per-step", "8"], /apply only to --format deepspeed-csv/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await capture(args);
+      assert.equal(r.code, 2, args.join(" "));
+      assert.match(r.err, message);
+    }
+  });
+});
+
 Deno.test("parity compare compares a JSONL file with a csv_monitor folder", async () => {
   await withTempDir(async (dir) => {
     const [a] = await files(dir);

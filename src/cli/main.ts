@@ -9,6 +9,8 @@
  */
 
 import { Command, CommanderError } from "commander";
+import { PlaceholderError } from "../experiment/mod.ts";
+import { describeEnvironmentError } from "../pipeline/environment_error.ts";
 import { LockHeldError } from "../pipeline/lock.ts";
 import { type ExitCodeSink, USAGE_EXIT_CODE } from "./_subcommand.ts";
 import { SUBCOMMANDS } from "./subcommands.ts";
@@ -45,9 +47,31 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`parity: ${error.message}`);
       return 3;
     }
-    throw error;
+    return reportUncaught(error);
   }
   return exitCode;
+}
+
+/**
+ * An unexpandable placeholder (an unset `${env.X}`) is invalid input (exit 2). Any other error
+ * is ERROR (exit 3), never the FAIL that an uncaught exception's exit 1 would mean: an environment problem in one sentence, a bug as `internal error` with its stack only
+ * when `PARITY_DEBUG` is set.
+ */
+function reportUncaught(error: unknown): number {
+  if (error instanceof PlaceholderError) {
+    // A placeholder only the run can expand (an unset ${env.X}): invalid input, nothing judged.
+    console.error(`parity: invalid experiment: ${error.message}`);
+    return USAGE_EXIT_CODE;
+  }
+  const environment = describeEnvironmentError(error);
+  if (environment !== null) {
+    console.error(`parity: ERROR: ${environment}`);
+  } else {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`parity: ERROR: internal error: ${message.split("\n")[0]}`);
+    if (Deno.env.get("PARITY_DEBUG") && error instanceof Error) console.error(error.stack);
+  }
+  return 3;
 }
 
 /**

@@ -59,3 +59,20 @@ Deno.test("parity run: a bare --force never swallows the next file or flag", asy
   equal(named.value, 2);
   match(named.err, /^parity run: --force nope: no such phase in quickstart .*its phases: baseline/);
 });
+
+Deno.test("parity exits 2, not an internal error, when an experiment uses an unset ${env.X}", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = `${dir}/x.yaml`;
+    await Deno.writeTextFile(
+      file,
+      'name: envx\nschedule: {steps: 4, save_at: 2}\ntrainer: {command: [echo, "${env.PARITY_UNSET_FOR_TEST_X}"]}\n',
+    );
+    const run = await captureConsole(() => main(["plan", file]));
+    equal(run.value, 2);
+    ok(run.err.includes("unknown placeholder ${env.PARITY_UNSET_FOR_TEST_X}"), run.err);
+    ok(!run.err.includes("internal error"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

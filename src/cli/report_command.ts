@@ -1,13 +1,15 @@
 /**
  * `parity report <run-dir>`: re-renders report.md, report.html, junit.xml and charts/ of a
  * finished run from its stored artifacts (docs/reports.md). Exit 0 when written, 2 on a usage
- * error or a missing run folder, 3 when rendering failed.
+ * error or a missing run folder, 3 when rendering failed or the run's artifacts no longer match
+ * the content hashes its phases recorded (a tampered or corrupted run folder is not re-rendered).
  *
  * @module
  */
 
 import { Command } from "commander";
 import { renderRun, resolveRunDir } from "../report/mod.ts";
+import { runArtifactProblems } from "../pipeline/verify_run.ts";
 import type { Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity report`. */
@@ -30,6 +32,14 @@ export const reportCommand: Subcommand = (exit): Command =>
         console.error(`error: ${(error as Error).message}`);
         return exit(2);
       }
+      const problems = await runArtifactProblems(runDir);
+      if (problems.length > 0) {
+        for (const problem of problems) console.error(`error: ${problem}`);
+        console.error(
+          `error: ${runDir}: the artifacts no longer match the run's record; not rendering`,
+        );
+        return exit(3);
+      }
       try {
         const start = performance.now();
         await renderRun(runDir);
@@ -37,7 +47,10 @@ export const reportCommand: Subcommand = (exit): Command =>
         console.log(`wrote ${runDir}/report.md, report.html, junit.xml and charts/ (${ms} ms)`);
         exit(0);
       } catch (error) {
-        console.error(`error: rendering ${runDir} failed: ${(error as Error).stack ?? error}`);
+        // One sentence (the loaders name the bad file); the stack only with PARITY_DEBUG set.
+        const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        console.error(`error: rendering ${runDir} failed: ${message.split("\n")[0]}`);
+        if (Deno.env.get("PARITY_DEBUG")) console.error((error as Error).stack);
         exit(3);
       }
     });

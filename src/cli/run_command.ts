@@ -17,6 +17,7 @@ import {
 import type { Experiment } from "../experiment/schema.ts";
 import { consoleProgress } from "../pipeline/console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
+import { checkResultsFolder } from "../pipeline/results_folder.ts";
 import { runExperiment, type RunResult } from "../pipeline/runner.ts";
 import { EXIT_CODES, worstVerdict } from "../types/summary.ts";
 import { installSignalHandlers } from "../process/mod.ts";
@@ -135,6 +136,11 @@ async function runFiles(
   // An environment the experiment needs but the machine lacks is ERROR, said in one sentence.
   const problems = [...new Set(loaded.flatMap(({ experiment }) => presetsUsed(experiment)))]
     .flatMap((preset) => preset.environmentProblem?.() ?? []);
+  const folderProblem = await checkResultsFolder(
+    options.results,
+    loaded.flatMap(({ experiment }) => [experiment.name, ...phaseNames(experiment)]),
+  );
+  if (folderProblem !== null) problems.push(folderProblem);
   if (problems.length > 0) {
     for (const problem of problems) console.error(`parity run: ERROR: ${problem}`);
     return EXIT_CODES.ERROR;

@@ -40,3 +40,31 @@ Deno.test("parity verify-plan exits 0 for a good plan, 1 for a bad one, 2 for ba
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("parity verify-plan rejects a non-finite or absurd element size, never OK with Infinity", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const pairs = {
+      w: {
+        source: contiguousSplitMap([8, 2], [4, 4], 0),
+        target: contiguousSplitMap([8, 2], [2, 6], 0),
+      },
+    };
+    const file = buildPlanFile(planTransfers(pairs, { elementSize: 4 }), {
+      policy: "first_holder",
+      pairs,
+    });
+    const path = `${dir}/plan.json`;
+    for (const size of ["1e308", "1e400", "65", "-4", "2.5"]) {
+      await writePlanFile(path, file);
+      const text = await Deno.readTextFile(path);
+      await Deno.writeTextFile(path, text.replace(/"element_size": 4/, `"element_size": ${size}`));
+      const run = await captureConsole(() => main(["verify-plan", path]));
+      equal(run.value, 1, `element_size ${size}`);
+      equal(run.all.includes("element_size"), true, run.all);
+      equal(/Infinity|NaN/.test(run.all), false, run.all);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

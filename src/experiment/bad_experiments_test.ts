@@ -35,6 +35,23 @@ const EXPECTED: Record<string, { path: string; message: string }> = {
     message: "duplicate key (line 6, column 3",
   },
   "empty.yaml": { path: "", message: "the file is empty" },
+  "empty_program.yaml": {
+    path: "trainer.command[0]",
+    message: "expected the program to run, got an empty string",
+  },
+  "experiment_name_too_long.yaml": { path: "name", message: "expected at most 120 characters" },
+  "resume_name_too_long.yaml": {
+    path: `resume.${"r".repeat(300)}`,
+    message: "invalid key: expected at most 64 characters",
+  },
+  "compare_name_too_long.yaml": {
+    path: "compare[0].name",
+    message: "expected at most 100 characters",
+  },
+  "matrix_name_too_long.yaml": {
+    path: "name",
+    message: "is 284 bytes with its matrix suffix; at most 200 fit in a results folder name",
+  },
   "empty_code_input.yaml": {
     path: "trainer.code_inputs[1]",
     message: "expected a non-empty string",

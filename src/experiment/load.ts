@@ -10,6 +10,13 @@ import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "y
 import { formatPath, isRecord } from "./_path.ts";
 import { parseStrictJson } from "./_strict_json.ts";
 import { ExperimentFileError, type ValidationError } from "./validation_errors.ts";
+import {
+  bracketDepth,
+  MAX_EXPERIMENT_FILE_BYTES,
+  MAX_NESTING_DEPTH,
+  MAX_YAML_ALIASES,
+  valueDepth,
+} from "./input_limits.ts";
 
 /** Whether a file name is read as JSON (by extension); everything else is read as YAML. */
 export function isJsonFileName(name: string): boolean {
@@ -28,10 +35,23 @@ export function isJsonFileName(name: string): boolean {
  * ```
  */
 export function loadExperimentText(text: string, sourceName: string): Record<string, unknown> {
-  const value = isJsonFileName(sourceName)
-    ? parseJson(text, sourceName)
-    : parseYaml(text, sourceName);
+  if (text.length > MAX_EXPERIMENT_FILE_BYTES) {
+    fail(sourceName, `the file is larger than ${MAX_EXPERIMENT_FILE_BYTES} bytes`);
+  }
+  if (bracketDepth(text) > MAX_NESTING_DEPTH) fail(sourceName, tooDeep());
+  let value: unknown;
+  try {
+    value = isJsonFileName(sourceName) ? parseJson(text, sourceName) : parseYaml(text, sourceName);
+  } catch (error) {
+    if (error instanceof RangeError) fail(sourceName, tooDeep()); // stack overflow while parsing
+    throw error;
+  }
+  if (valueDepth(value) > MAX_NESTING_DEPTH) fail(sourceName, tooDeep());
   return requireMapping(value, sourceName);
+}
+
+function tooDeep(): string {
+  return `mappings and lists nest deeper than ${MAX_NESTING_DEPTH} levels`;
 }
 
 /**
@@ -42,14 +62,47 @@ export function loadExperimentText(text: string, sourceName: string): Record<str
 export async function loadExperimentFile(path: string): Promise<Record<string, unknown>> {
   let text: string;
   try {
-    text = await Deno.readTextFile(path);
+    text = await readBounded(path);
   } catch (error) {
+    if (error instanceof ExperimentFileError) throw error;
     const reason = error instanceof Deno.errors.NotFound
       ? "file not found"
       : `cannot read the file: ${(error as Error).message}`;
     throw new ExperimentFileError(path, [{ path: "", message: reason }]);
   }
   return loadExperimentText(text, path);
+}
+
+/**
+ * The text of a regular file of at most {@linkcode MAX_EXPERIMENT_FILE_BYTES}; a folder, device
+ * (`/dev/zero`), FIFO or socket is refused before it is opened, and a file that grows while read
+ * stops at the limit.
+ */
+async function readBounded(path: string): Promise<string> {
+  const info = await Deno.stat(path);
+  if (!info.isFile) {
+    fail(
+      path,
+      info.isDirectory
+        ? "is a folder, not a file"
+        : "is not a regular file (a device, pipe or socket)",
+    );
+  }
+  if (info.size > MAX_EXPERIMENT_FILE_BYTES) {
+    fail(path, `the file is ${info.size} bytes; at most ${MAX_EXPERIMENT_FILE_BYTES} are read`);
+  }
+  using file = await Deno.open(path, { read: true });
+  const buffer = new Uint8Array(MAX_EXPERIMENT_FILE_BYTES + 1);
+  let length = 0;
+  while (length < buffer.length) {
+    const n = await file.read(buffer.subarray(length));
+    if (n === null) break;
+    length += n;
+  }
+  if (length > MAX_EXPERIMENT_FILE_BYTES) {
+    fail(path, `the file is larger than ${MAX_EXPERIMENT_FILE_BYTES} bytes`);
+  }
+  return new TextDecoder().decode(buffer.subarray(0, length));
 }
 
 function parseJson(text: string, source: string): unknown {
@@ -88,7 +141,14 @@ function parseYaml(text: string, source: string): unknown {
   if (syntax.length > 0) throw new ExperimentFileError(source, syntax);
   const duplicates = findDuplicateKeys(doc.contents, lineCounter);
   if (duplicates.length > 0) throw new ExperimentFileError(source, duplicates);
-  return doc.toJS({ maxAliasCount: 1000 });
+  try {
+    return doc.toJS({ maxAliasCount: MAX_YAML_ALIASES });
+  } catch (error) {
+    if (error instanceof ReferenceError && /alias/i.test(error.message)) {
+      fail(source, `YAML aliases expand too much (at most ${MAX_YAML_ALIASES} alias uses)`);
+    }
+    throw error;
+  }
 }
 
 /** Every repeated key of every mapping, at its own path, with both positions. */

@@ -120,7 +120,11 @@ export const ProcessSchema = z.object({
   preset: z.enum(PRESET_NAMES).optional()
     .describe("built-in program expanded into a command line (exclusive with command)"),
   command: z.array(z.string("expected a string (argv entries are strings)"))
-    .min(1, "expected at least the program").optional()
+    .min(1, "expected at least the program")
+    .refine((argv) => argv[0].trim() !== "", {
+      message: "expected the program to run, got an empty string",
+      path: [0],
+    }).optional()
     .describe("argv template with ${placeholders}; never passed through a shell")
     .meta({ examples: [["python", "train.py", "--steps", "${steps}"]] }),
   args: TrainerArgsSchema.optional(),
@@ -151,10 +155,17 @@ export const ProcessSchema = z.object({
   ),
 }).strict().describe("a program: `preset: reference` or a `command` argv template");
 
+/** Longest resume or policy name: it becomes a folder name under `phases/`. */
+export const MAX_PHASE_SUFFIX_CHARS = 64;
+/** Longest experiment name in the file (matrix suffixes are checked after expansion). */
+export const MAX_EXPERIMENT_NAME_CHARS = 120;
+/** Longest compare name: it becomes a chart file name. */
+export const MAX_COMPARE_NAME_CHARS = 100;
+
 const phaseSuffix = z.string().regex(
   /^[a-z0-9][a-z0-9_-]*$/,
   "expected lowercase letters, digits, '-' and '_', starting with a letter or digit",
-);
+).max(MAX_PHASE_SUFFIX_CHARS, `expected at most ${MAX_PHASE_SUFFIX_CHARS} characters`);
 
 /** One resume of the split checkpoint. */
 export const ResumeSchema = z.object({
@@ -199,7 +210,10 @@ export const AutoToleranceSchema = z.object({
 
 /** An explicit comparison. */
 export const CompareSchema = z.object({
-  name: z.string().optional().describe("display name; default a~b"),
+  name: z.string().max(
+    MAX_COMPARE_NAME_CHARS,
+    `expected at most ${MAX_COMPARE_NAME_CHARS} characters`,
+  ).optional().describe("display name; default a~b"),
   a: z.string().describe("reference phase").meta({ examples: ["baseline"] }),
   b: z.string().describe("compared phase").meta({ examples: ["resume-native"] }),
   metric: z.string().default("loss"),
@@ -219,11 +233,13 @@ export const PlanSyncSchema = z.object({
     "target topology (world_size, ep_size, placement, zero_stage)",
   ),
   policies: z.array(
-    z.string().regex(/^[a-z0-9_]+$/, "expected a policy name in lowercase_with_underscores"),
+    z.string().regex(/^[a-z0-9_]+$/, "expected a policy name in lowercase_with_underscores")
+      .max(MAX_PHASE_SUFFIX_CHARS, `expected at most ${MAX_PHASE_SUFFIX_CHARS} characters`),
   ).min(1, "expected at least one policy")
     .describe("one plan-<policy> phase each").meta({ examples: [["first_holder", "balanced"]] }),
   resume: z.boolean().default(true).describe("add resume-plan-<policy> phases"),
-  element_size: positiveInt.default(4).describe("bytes per element for plan statistics"),
+  element_size: positiveInt.max(64, "expected at most 64 bytes per element").default(4)
+    .describe("bytes per element for plan statistics"),
 }).strict().describe("plan-path resharding through the affine planner");
 
 /** The experiment file. */
@@ -232,7 +248,8 @@ export const ExperimentObjectSchema = z.object({
   name: z.string().regex(
     /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
     "expected letters, digits, '.', '_' and '-', starting with a letter or digit",
-  ).describe("experiment name: results/<name>/").meta({ examples: ["quickstart"] }),
+  ).max(MAX_EXPERIMENT_NAME_CHARS, `expected at most ${MAX_EXPERIMENT_NAME_CHARS} characters`)
+    .describe("experiment name: results/<name>/").meta({ examples: ["quickstart"] }),
   description: z.string().optional(),
   seed: nonNegativeInt.default(1234),
   schedule: z.object({

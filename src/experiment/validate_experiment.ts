@@ -16,10 +16,17 @@ import {
   type ValidationResult,
 } from "./validation_errors.ts";
 import { loadExperimentFile } from "./load.ts";
+import { countLimitErrors } from "./input_limits.ts";
 import { expandMatrix, type MatrixExpansion } from "./matrix.ts";
 import { applySets, parseSetArgument, type SetOverride } from "./overrides.ts";
 import { checkExperimentRules } from "./rules.ts";
 import { type Experiment, ExperimentObjectSchema } from "./schema.ts";
+
+/**
+ * Longest experiment name (matrix suffix included) in UTF-8 bytes: it is a folder name, and
+ * filesystems allow 255 bytes per name, less what lock and temporary files append.
+ */
+export const MAX_FOLDER_NAME_BYTES = 200;
 
 /** Options of {@link validateExperiment}. */
 export interface ValidateOptions {
@@ -62,6 +69,8 @@ export function validateExperiment(
     throw error;
   }
   dropOverriddenMatrixKeys(data, overrides);
+  const tooMany = countLimitErrors(data);
+  if (tooMany.length > 0) return { ok: false, errors: tooMany };
 
   const expanded = expandMatrix(data, ExperimentObjectSchema);
   if (!expanded.ok) {
@@ -84,6 +93,17 @@ export function validateExperiment(
   });
   const names = new Set<string>();
   for (const exp of experiments) {
+    const bytes = new TextEncoder().encode(exp.name).length;
+    if (bytes > MAX_FOLDER_NAME_BYTES) {
+      return {
+        ok: false,
+        errors: [{
+          path: "name",
+          message: `the experiment name ${exp.name.slice(0, 40)}… is ${bytes} bytes with its ` +
+            `matrix suffix; at most ${MAX_FOLDER_NAME_BYTES} fit in a results folder name`,
+        }],
+      };
+    }
     if (names.has(exp.name)) {
       return {
         ok: false,

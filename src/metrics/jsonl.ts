@@ -10,7 +10,7 @@
 
 import { SeriesBuilder } from "./_builder.ts";
 import { FlatRecordScanner } from "./_flat_scanner.ts";
-import { emptySeries, type MetricSeries, READER_CODES } from "./series.ts";
+import { emptySeries, MAX_METRICS_LINE_BYTES, type MetricSeries, READER_CODES } from "./series.ts";
 
 const NON_FINITE_STRING = /^\s*([+-]?)(nan|inf|infinity)\s*$/i;
 // Bare NaN / Infinity tokens in value position (Python's json.dumps writes them).
@@ -61,6 +61,16 @@ export function parseJsonlBytes(
     lineNo++;
     let stop = end;
     if (stop > start && bytes[stop - 1] === 13) stop--;
+    if (stop - start > MAX_METRICS_LINE_BYTES) {
+      builder.note(
+        READER_CODES.lineTooLong,
+        "error",
+        `a line is longer than ${MAX_METRICS_LINE_BYTES} bytes (not read)`,
+        `line ${lineNo}: ${stop - start} bytes`,
+      );
+      start = end + 1;
+      continue;
+    }
     if (stop > start && !fast.scan(bytes, start, stop, lineNo)) {
       const isLast = end >= lastContent;
       const line = ascii !== null

@@ -206,3 +206,14 @@ Deno.test("parseJsonl() fast path is exact for 16- and 17-digit mantissas", () =
   const series = parseJsonl(text);
   values.forEach((v, i) => assert.ok(Object.is(series.values.loss[i], v), String(v)));
 });
+
+Deno.test("parseJsonlBytes: a line over 1 MiB is a metrics-line-too-long error, read in linear time", () => {
+  const huge = `{"step": 3, "loss": 1, "pad": "${"x".repeat(8 * 1024 * 1024)}"}`;
+  const text = `{"step": 1, "loss": 2}\n{"step": 2, "loss": 1.5}\n${huge}\n`;
+  const t0 = performance.now();
+  const series = parseJsonl(text);
+  assert.ok(performance.now() - t0 < 3000);
+  assert.deepEqual([...series.steps], [1, 2]);
+  const diagnostic = series.diagnostics.find((d) => d.code === "metrics-line-too-long");
+  assert.equal(diagnostic?.level, "error");
+});

@@ -92,7 +92,12 @@ export const READER_CODES = {
   corruptRecord: "metrics-corrupt-record",
   /** log: the pattern is not a valid regex or lacks the `step` group. */
   badPattern: "metrics-bad-pattern",
+  /** jsonl: a line longer than {@link MAX_METRICS_LINE_BYTES}; skipped unread. */
+  lineTooLong: "metrics-line-too-long",
 } as const;
+
+/** Longest metrics line read (1 MiB); a longer one is a `metrics-line-too-long` error. */
+export const MAX_METRICS_LINE_BYTES = 1 << 20;
 
 /** An empty series carrying one diagnostic (used when nothing can be read). */
 export function emptySeries(diagnostics: Diagnostic[] = []): MetricSeries {

@@ -15,6 +15,7 @@ import { canonicalJson } from "../experiment/mod.ts";
 import { PROJECT_DIR } from "../presets/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import { sha256Hex } from "./manifest.ts";
+import { type OutputHashes, outputsChanged } from "./output_hashes.ts";
 import { listRuns, pathExists, readJsonIfExists } from "./run_store.ts";
 import type { PhaseSummary } from "../types/summary.ts";
 
@@ -35,6 +36,8 @@ export interface PhaseRecord extends PhaseSummary {
   };
   /** Set by `gc` / `keep_checkpoints` when the phase's checkpoints were deleted. */
   artifacts_pruned?: boolean;
+  /** Content hashes of its metrics and plan outputs, recorded at completion. */
+  output_hashes?: OutputHashes;
 }
 
 /** A reusable earlier phase. */
@@ -169,13 +172,15 @@ const PRUNABLE = new Set(["split", "convert"]);
  * Finds the newest earlier completed phase with the same key among the experiment's runs,
  * preferring one whose artifacts are all there; a split or convert whose checkpoint was pruned
  * comes back marked `artifactsMissing` when no complete one exists. A phase folder without its
- * completion marker (phase.json, written last) never matches.
+ * completion marker (phase.json, written last) never matches, nor does one whose outputs no
+ * longer match the content hashes recorded at completion; `onRejected` hears why.
  */
 export async function findCachedPhase(
   experimentDir: string,
   phase: string,
   key: string,
   currentRunDir: string,
+  onRejected?: (runDir: string, reason: string) => void,
 ): Promise<CacheHit | undefined> {
   const runs = (await listRuns(experimentDir)).reverse();
   let pruned: CacheHit | undefined;
@@ -195,6 +200,11 @@ export async function findCachedPhase(
       phaseDir: record.source_run ? join(source, "phases", phase) : phaseDir,
       record,
     };
+    const changed = await outputsChanged(hit.phaseDir, record.outputs, record.output_hashes);
+    if (changed !== null) {
+      onRejected?.(runDir, changed);
+      continue;
+    }
     if (await artifactsPresent(record)) return hit;
     if (!pruned && PRUNABLE.has(record.role)) pruned = { ...hit, artifactsMissing: true };
   }

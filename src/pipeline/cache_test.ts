@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { ExperimentObjectSchema } from "../experiment/schema.ts";
 import { resolvePlan } from "../experiment/mod.ts";
 import { codeInputsDigest, findCachedPhase, phaseCacheKey } from "./cache.ts";
+import { hashPhaseOutputs } from "./output_hashes.ts";
 import { writeJsonAtomic } from "./run_store.ts";
 
 const exp = (seed = 1, env: Record<string, string> = {}) =>
@@ -67,12 +68,14 @@ Deno.test("findCachedPhase() reuses only completed phases with the same key and 
       const phaseDir = join(run(id), "phases", "baseline");
       await Deno.mkdir(phaseDir, { recursive: true });
       await Deno.writeTextFile(join(phaseDir, "metrics.jsonl"), '{"step":1,"loss":1}\n');
+      const outputs = { metrics: join(phaseDir, "metrics.jsonl") };
       await writeJsonAtomic(join(phaseDir, "phase.json"), {
         name: "baseline",
         role: "baseline",
         status: "ok",
         cache_key: "K",
-        outputs: { metrics: join(phaseDir, "metrics.jsonl") },
+        outputs,
+        output_hashes: await hashPhaseOutputs(phaseDir, outputs),
         ...extra,
       });
     };
@@ -89,6 +92,56 @@ Deno.test("findCachedPhase() reuses only completed phases with the same key and 
     );
     await Deno.remove(join(run("1"), "phases/baseline/metrics.jsonl"));
     assert.equal(await findCachedPhase(dir, "baseline", "K", run("5")), undefined, "outputs gone");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("findCachedPhase() reuses a phase only if its outputs match their recorded hashes", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const run = (id: string) => join(dir, `20261129T10000${id}Z-000abc`);
+    const phaseDir = (id: string, phase = "resume-native") => join(run(id), "phases", phase);
+    const write = async (id: string, phase: string, tamper: Record<string, unknown> = {}) => {
+      await Deno.mkdir(phaseDir(id, phase), { recursive: true });
+      const metrics = join(phaseDir(id, phase), "metrics.jsonl");
+      await Deno.writeTextFile(metrics, '{"step":1,"loss":1}\n{"step":2,"loss":0.5}\n');
+      const outputs = { metrics };
+      await writeJsonAtomic(join(phaseDir(id, phase), "phase.json"), {
+        name: phase,
+        role: "resume",
+        status: "ok",
+        cache_key: "K",
+        outputs,
+        output_hashes: await hashPhaseOutputs(phaseDir(id, phase), outputs),
+        ...tamper,
+      });
+    };
+    const reasons: string[] = [];
+    const find = () => {
+      reasons.length = 0;
+      return findCachedPhase(dir, "resume-native", "K", run("9"), (_, why) => reasons.push(why));
+    };
+
+    await write("1", "resume-native");
+    assert.equal((await find())?.runDir, run("1"));
+    // A truncated metrics file is not reused.
+    await Deno.writeTextFile(join(phaseDir("1"), "metrics.jsonl"), '{"step":1,"loss":1}\n{"st');
+    assert.equal(await find(), undefined);
+    assert.match(reasons.join("\n"), /metrics.jsonl changed since the phase completed/);
+
+    // A phase.json edited to point its metrics at another phase's file is not reused.
+    await write("2", "baseline");
+    await write("2", "resume-native", {
+      outputs: { metrics: join(phaseDir("2", "baseline"), "metrics.jsonl") },
+    });
+    assert.equal(await find(), undefined);
+    assert.match(reasons.join("\n"), /names an output outside its folder/);
+
+    // A record without hashes (older harness, or hashes removed) is not trusted.
+    await write("3", "resume-native", { output_hashes: undefined });
+    assert.equal(await find(), undefined);
+    assert.match(reasons.join("\n"), /records no content hashes/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -24,6 +24,7 @@ import type { Progress } from "./run_progress.ts";
 import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
 import { writeJsonAtomic } from "./run_store.ts";
 import { attachEarlierJob, infraRetry, runSlurmAttempt, slurmSummary } from "./slurm_phase.ts";
+import { hashPhaseOutputs, notReused } from "./output_hashes.ts";
 
 /** Where a phase stands during a run. */
 export interface PhaseState {
@@ -128,7 +129,13 @@ export async function executePhase(
   // A job an earlier harness left in the Slurm queue completes that run's phase: reused below.
   if (spec.executor && !cacheOnly) await attachEarlierJob(state, ctx);
   if (!state.forced || cacheOnly) {
-    const hit = await findCachedPhase(ctx.experimentDir, spec.name, state.key, ctx.runDir);
+    const hit = await findCachedPhase(
+      ctx.experimentDir,
+      spec.name,
+      state.key,
+      ctx.runDir,
+      (run, reason) => ctx.progress.note(notReused(spec.name, run, reason)),
+    );
     // A producer whose checkpoint was pruned is reused only when no phase will read it.
     if (hit && (!hit.artifactsMissing || (await consumersCovered(spec.name, ctx, selected)))) {
       return await reusePhase(state, ctx, hit);
@@ -195,6 +202,7 @@ async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): 
     ...state.summary,
     reused_wall_s: hit.record.wall_s,
     outputs: { ...hit.record.outputs, dir: hit.phaseDir },
+    output_hashes: hit.record.output_hashes,
   });
   ctx.progress.phaseEnd(
     spec.name,
@@ -302,6 +310,10 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
       universal: paths.universal,
       plan: paths.planOut,
     },
+    output_hashes: await hashPhaseOutputs(paths.dir, {
+      metrics: paths.metricsFile,
+      plan: paths.planOut,
+    }),
   });
   progress.phaseEnd(spec.name, status, summary.wall_s, message);
 }

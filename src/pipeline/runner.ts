@@ -17,10 +17,13 @@ import {
   lossesCsv,
   type PhaseEvidence,
 } from "../parity/mod.ts";
-import { interruption } from "../process/mod.ts";
+import { HARNESS_REDACTION, interruption } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
+import { describeEnvironmentError } from "./environment_error.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 import { quarantineIncomplete } from "./cache.ts";
+import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
+import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
 import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
 import { gitState, HARNESS_VERSION, newManifest, sha256Hex } from "./manifest.ts";
@@ -127,15 +130,17 @@ async function runLocked(
     baseDir: options.baseDir,
     harnessEnv: options.harnessEnv,
   });
+  learnRunSecrets(exp, plan.phases, options.harnessEnv);
+  const writtenYaml = toYaml(redactedExperiment(exp));
   const selected = selectPhases(plan.phases, options.only);
   const forced = forcedPhases(plan.phases, options.force);
   const progress = options.progress;
 
   await Deno.mkdir(join(runDir, "phases"), { recursive: true });
   for (const note of await quarantineIncomplete(experimentDir, runDir)) progress.note(note);
-  await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), resolvedYaml);
+  await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), writtenYaml);
   const hashes: Record<string, string> = {
-    "experiment.resolved.yaml": await sha256Hex(resolvedYaml),
+    "experiment.resolved.yaml": await sha256Hex(writtenYaml),
   };
   if (options.experimentFile) {
     try {
@@ -187,8 +192,8 @@ async function runLocked(
       ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
       : undefined,
   });
-  await publishRun(plan, summary, options.resultsDir, experimentDir, progress);
-  return { runDir, summary };
+  const published = await publishRun(plan, summary, options.resultsDir, experimentDir, progress);
+  return { runDir, summary: published };
 }
 
 /**
@@ -306,6 +311,16 @@ async function judgeRun(
     return [reshards.length > 0 ? { ...verified, reshard_resumes: reshards } : verified];
   });
   const verdicts: Verdict[] = [evaluation.verdict];
+  const outside = scheduleDiagnostics(
+    states.filter((s) => s.summary?.status === "ok").map((s) => s.spec),
+    evaluation.series,
+    plan.judge.saveAt,
+    evaluation.diagnostics.some((d) => d.code === "step-unit-micro-batches"),
+  );
+  if (outside.length > 0) {
+    evaluation.diagnostics.push(...outside);
+    verdicts.push("ERROR");
+  }
   let golden: GoldenJudgement | undefined;
   if (run.golden) {
     const baseline = plan.phases.find((s) => s.role === "baseline");
@@ -377,19 +392,30 @@ async function publishRun(
   resultsDir: string,
   experimentDir: string,
   progress: Progress,
-): Promise<void> {
-  const { losses, ...summary } = judged;
+): Promise<RunSummary> {
+  const { losses, ...unredacted } = judged;
+  // Messages and log tails may quote a secret; history and suite indexes get this copy too.
+  const summary = HARNESS_REDACTION.redactValue(unredacted);
   const runDir = plan.runDir;
   await writeTextAtomic(join(runDir, "losses.csv"), losses);
   await writeJsonAtomic(join(runDir, "summary.json"), summary);
   try {
     await renderRun(runDir, { reuseFrom: await latestRunDir(experimentDir) });
   } catch (e) {
-    // Reports are derived data: a rendering bug must not lose the verdict.
-    progress.note(`warning: report rendering failed: ${e instanceof Error ? e.message : e}`);
+    // A run without its reports is never PASS: the verdict becomes ERROR, saying why.
+    const reason = reportsNotWritten(judged, summary, e);
+    progress.note(`error: the reports could not be written: ${reason}`);
+    await writeJsonAtomic(join(runDir, "summary.json"), summary);
   }
-  await appendHistory(resultsDir, summary);
-  await updateLatest(experimentDir, summary.run_id);
+  try {
+    await appendHistory(resultsDir, summary);
+    await updateLatest(experimentDir, summary.run_id);
+  } catch (e) {
+    // A full or read-only disk: summary.json must not keep saying PASS for an ERROR exit.
+    reportsNotWritten(judged, summary, e);
+    await writeJsonAtomic(join(runDir, "summary.json"), summary).catch(() => {});
+    throw e;
+  }
   if (plan.keepCheckpoints === "none") await pruneRunCheckpoints(runDir);
   if (plan.keepCheckpoints === "last") await pruneOlderRuns(experimentDir);
   progress.runEnd(
@@ -399,6 +425,23 @@ async function publishRun(
     relative(Deno.cwd(), runDir) || runDir,
     { lines: cardLines(summary.findings ?? []), cause: causeLine(summary.findings ?? []) },
   );
+  return summary;
+}
+
+/** Turns the run ERROR because its reports failed to render; returns the reason. */
+function reportsNotWritten(judged: RunSummary, summary: RunSummary, error: unknown): string {
+  const reason = describeEnvironmentError(error) ??
+    (error instanceof Error ? error.message : String(error));
+  for (const s of [judged, summary]) {
+    s.verdict = worstVerdict([s.verdict, "ERROR"]);
+    s.exit_code = EXIT_CODES[s.verdict];
+  }
+  summary.diagnostics.push({
+    level: "error",
+    code: "reports-not-written",
+    message: `the reports could not be written: ${reason}`,
+  });
+  return reason;
 }
 
 function round3(x: number): number {

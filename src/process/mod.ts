@@ -67,5 +67,11 @@ export {
   type MetricsFollower,
 } from "./metrics_follower.ts";
 export { isSecretName, REDACTED, redactEnv, SECRET_NAME_PATTERN } from "./redact.ts";
+export {
+  HARNESS_REDACTION,
+  MIN_SECRET_CHARS,
+  RedactionPolicy,
+  TOKEN_PATTERNS,
+} from "./redaction_policy.ts";
 export { groupMembers, reapGroup } from "./reap.ts";
 export { type LiveChildControl, registerLiveChild } from "./_live_children.ts";

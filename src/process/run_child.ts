@@ -12,6 +12,13 @@ import { getInterruption, registerLiveChild } from "./_live_children.ts";
 /** Default time between SIGTERM and SIGKILL when a child group is stopped. */
 export const DEFAULT_GRACE_MS = 5000;
 
+/**
+ * Default cap on each log file (stdout.log, stderr.log): past it the file's content moves to
+ * `<log>.1` (replacing an older one) and the log starts again, so the newest output is kept and
+ * at most twice the cap is on disk.
+ */
+export const DEFAULT_LOG_CAP_BYTES = 256 * 1024 * 1024;
+
 /** How long to keep reading output after the group was killed (an escaped process may hold a pipe). */
 const DRAIN_LIMIT_MS = 2000;
 
@@ -39,7 +46,12 @@ export interface ChildSpec {
   stdoutPath: string;
   /** Log file for stderr; appended to, parent folder created. */
   stderrPath: string;
-  /** Called for every complete line (and a final unterminated one), in arrival order. */
+  /** Cap of each log file in bytes (default {@linkcode DEFAULT_LOG_CAP_BYTES}). */
+  logCapBytes?: number;
+  /**
+   * Called for every complete line (and a final unterminated one), in arrival order. `\n`,
+   * `\r\n` and a lone `\r` end a line; a line is cut at 1 MiB (the log file keeps every byte).
+   */
   onLine?: (stream: OutputStream, line: string) => void;
   /** Aborting it stops the child like an interruption (TERM, then KILL after the grace period). */
   signal?: AbortSignal;
@@ -199,8 +211,21 @@ async function supervise(
   );
 
   const emit = lineEmitter(spec.onLine, tail);
-  const stdoutPump = new Pump(child.stdout, stdoutFile, (line) => emit("stdout", line));
-  const stderrPump = new Pump(child.stderr, stderrFile, (line) => emit("stderr", line));
+  const cap = spec.logCapBytes ?? DEFAULT_LOG_CAP_BYTES;
+  const stdoutPump = new Pump(
+    child.stdout,
+    stdoutFile,
+    spec.stdoutPath,
+    cap,
+    (line) => emit("stdout", line),
+  );
+  const stderrPump = new Pump(
+    child.stderr,
+    stderrFile,
+    spec.stderrPath,
+    cap,
+    (line) => emit("stderr", line),
+  );
   const pumps = Promise.all([stdoutPump.done, stderrPump.done]);
 
   let status: Deno.CommandStatus;
@@ -243,6 +268,12 @@ async function supervise(
   }
   const writeError = stdoutPump.writeError ?? stderrPump.writeError;
   if (writeError !== null) message += `; log write failed: ${oneLine(writeError)}`;
+  for (const pump of [stdoutPump, stderrPump]) {
+    if (pump.rotations > 0) {
+      message += `; ${pump.path} passed ${cap} bytes: older output dropped, ` +
+        `the newest kept in ${pump.path}.1 and ${pump.path}`;
+    }
+  }
   if (escapedPipeHolder) {
     message += "; output abandoned: a process outside the group kept the pipe open";
   }
@@ -297,13 +328,21 @@ function signalGroup(pid: number, signal: Deno.Signal): void {
 class Pump {
   readonly done: Promise<void>;
   writeError: string | null = null;
+  rotations = 0;
+  readonly path: string;
+  readonly #cap: number;
+  #written = 0;
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
 
   constructor(
     stream: ReadableStream<Uint8Array>,
     file: Deno.FsFile,
+    path: string,
+    cap: number,
     onLine: (line: string) => void,
   ) {
+    this.path = path;
+    this.#cap = cap;
     this.#reader = stream.getReader();
     this.done = this.#run(file, onLine);
   }
@@ -333,8 +372,16 @@ class Pump {
   async #write(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
     if (this.writeError !== null) return;
     try {
+      if (this.#written > 0 && this.#written + bytes.length > this.#cap) {
+        // Keep the newest output: the full log becomes <log>.1, the log starts again.
+        await Deno.copyFile(this.path, `${this.path}.1`);
+        await file.truncate(0);
+        this.#written = 0;
+        this.rotations++;
+      }
       let offset = 0;
       while (offset < bytes.length) offset += await file.write(bytes.subarray(offset));
+      this.#written += bytes.length;
     } catch (error) {
       // Keep draining the pipe (a blocked pipe would stall the child) but report the failure.
       this.writeError = errorText(error);

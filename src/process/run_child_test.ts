@@ -383,3 +383,54 @@ Deno.test("runChild() rejects a negative or NaN timeout before spawning", async 
     }
   });
 });
+
+Deno.test("runChild() honours its timeout while a child floods one endless line, logs capped", async () => {
+  await withTempDir(async (dir) => {
+    const stdoutPath = `${dir}/stdout.log`;
+    const result = await runChild({
+      // An endless line without a newline (a progress bar gone wrong).
+      argv: ["sh", "-c", "yes aaaaaaaaaaaaaaaa | tr -d '\\n'"],
+      stdoutPath,
+      stderrPath: `${dir}/stderr.log`,
+      timeoutMs: 1500,
+      graceMs: 500,
+      logCapBytes: 1024 * 1024,
+    });
+    equal(result.status, "timeout", result.message);
+    ok(result.wallS < 10, `stopped after ${result.wallS} s`);
+    ok((await Deno.stat(stdoutPath)).size <= 1024 * 1024, "the log stays under its cap");
+    ok((await Deno.stat(`${stdoutPath}.1`)).size <= 1024 * 1024, "the previous part is kept");
+    match(result.message, /older output dropped/);
+    ok(result.logTail.length < 8192, "the tail stays small");
+  });
+});
+
+Deno.test("runChild() stops a flooding child on abort (SIGINT path) promptly", async () => {
+  await withTempDir(async (dir) => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 1000);
+    const result = await runChild({
+      argv: ["sh", "-c", "yes 'x\r' | tr -d '\\n'"],
+      stdoutPath: `${dir}/stdout.log`,
+      stderrPath: `${dir}/stderr.log`,
+      graceMs: 500,
+      logCapBytes: 4 * 1024 * 1024,
+      signal: controller.signal,
+    });
+    equal(result.status, "interrupted", result.message);
+    ok(result.wallS < 10, `stopped after ${result.wallS} s`);
+  });
+});
+
+Deno.test("runChild() ends lines at a lone \\r, as a progress bar writes them", async () => {
+  await withTempDir(async (dir) => {
+    const { lines, onLine } = collector();
+    await runChild({
+      argv: ["printf", " 10%%\\r 50%%\\r100%%\\ndone\\n"],
+      stdoutPath: `${dir}/stdout.log`,
+      stderrPath: `${dir}/stderr.log`,
+      onLine,
+    });
+    deepEqual(lines.map(([, line]) => line), [" 10%", " 50%", "100%", "done"]);
+  });
+});

@@ -87,7 +87,12 @@ export async function loadRun(runDir: string): Promise<LoadedRun> {
   if (summaryText === null) {
     throw new Error(`${runDir}: no summary.json (not a finished run folder)`);
   }
-  const summary = JSON.parse(summaryText) as RunSummary;
+  let summary: RunSummary;
+  try {
+    summary = JSON.parse(summaryText) as RunSummary;
+  } catch (error) {
+    throw new Error(`${runDir}/summary.json: not valid JSON (${(error as Error).message})`);
+  }
   if (summary.schema_version !== 1) {
     throw new Error(`${runDir}/summary.json: unsupported schema_version ${summary.schema_version}`);
   }

@@ -16,8 +16,13 @@ import { chartLinks, renderMarkdown } from "./markdown.ts";
 /** Writes `text` to `path` through a temporary file, so a reader never sees half a report. */
 async function writeAtomic(path: string, text: string): Promise<void> {
   const tmp = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  await Deno.writeTextFile(tmp, text);
-  await Deno.rename(tmp, path);
+  try {
+    await Deno.writeTextFile(tmp, text);
+    await Deno.rename(tmp, path);
+  } catch (error) {
+    await Deno.remove(tmp).catch(() => {});
+    throw error;
+  }
 }
 
 async function exists(path: string): Promise<boolean> {
