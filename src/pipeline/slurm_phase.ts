@@ -23,6 +23,7 @@ import type { ClusterRecord } from "./manifest.ts";
 import type { RetryDecision, RetryPolicy } from "./retry.ts";
 import type { PhaseContext, PhaseState } from "./phase_execution.ts";
 import { listRuns, pathExists, readJsonIfExists, writeJsonAtomic } from "./run_store.ts";
+import { hashPhaseOutputs } from "./output_hashes.ts";
 
 /** What `slurm_job.json` holds. */
 export interface SlurmJobFile {
@@ -196,6 +197,11 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
       attached_by: ctx.runDir,
       finished_at: new Date().toISOString(),
       outputs: record.outputs,
+      // What a later reuse verifies, as for a phase that completed under its own harness.
+      output_hashes: await hashPhaseOutputs(dir, {
+        metrics: record.outputs.metrics,
+        plan: record.outputs.plan,
+      }),
     });
     ctx.progress.note(`${spec.name}: Slurm job ${record.job_id} ended: ${result.message}`);
     return true;
