@@ -90,33 +90,20 @@ Deno.test({
   async fn() {
     assertVenv();
     assertSlurmReachable();
-    const file = join(PROJECT, "experiments/deepspeed/cpu_autoep.yaml");
-    const local = await runCli([
-      "run",
-      file,
-      "--results",
-      results,
-      "--quiet",
-      "--set",
-      "trainer.args.zero_stage=2",
-      "--set",
-      "name=ds-local",
-    ]);
+    // ZeRO 2 of cpu_autoep.yaml twice under its own name: locally, then one batch job per phase
+    // (torchrun under srun).
+    const zero2 = (name: string, sets: string[] = [], env: Record<string, string> = {}) =>
+      runCli([
+        "run",
+        join(PROJECT, "experiments/deepspeed/cpu_autoep.yaml"),
+        "--results",
+        results,
+        "--quiet",
+        ...["trainer.args.zero_stage=2", `name=${name}`, ...sets].flatMap((s) => ["--set", s]),
+      ], env);
+    const local = await zero2("ds-local");
     assert.equal(local.code, 0, local.stderr.slice(-3000));
-    // torchrun runs under srun inside one batch job per phase.
-    const slurm = await runCli([
-      "run",
-      file,
-      "--results",
-      results,
-      "--quiet",
-      "--set",
-      "trainer.args.zero_stage=2",
-      "--set",
-      "name=ds-slurm",
-      "--set",
-      "executor={kind: slurm, poll: 1}",
-    ], SLURM.env);
+    const slurm = await zero2("ds-slurm", ["executor={kind: slurm, poll: 1}"], SLURM.env);
     assert.equal(slurm.code, 0, slurm.stderr.slice(-3000));
     const [a, b] = await Promise.all(
       ["ds-local", "ds-slurm"].map((name) =>

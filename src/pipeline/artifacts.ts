@@ -35,3 +35,17 @@ export async function missingArtifact(spec: PhaseSpec): Promise<string | null> {
   }
   return null;
 }
+
+/** `outputs` of a phase's phase.json: where its artifacts are. */
+export function phaseOutputs(spec: PhaseSpec): Record<string, string | undefined> {
+  const { paths } = spec;
+  return {
+    dir: paths.dir,
+    metrics: paths.metricsFile,
+    checkpoint_dir: spec.role === "split" ? paths.checkpointDir : undefined,
+    checkpoint_tag: paths.checkpointTag,
+    checkpoint_marker: spec.checkpointMarker,
+    universal: paths.universal,
+    plan: paths.planOut,
+  };
+}

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { interruption, runChild } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
-import { missingArtifact } from "./artifacts.ts";
+import { missingArtifact, phaseOutputs } from "./artifacts.ts";
 import {
   type CacheHit,
   CHILD_PID_FILE,
@@ -301,15 +301,7 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
     argv: spec.argv,
     cwd: spec.cwd,
     topology: spec.topology,
-    outputs: {
-      dir: paths.dir,
-      metrics: paths.metricsFile,
-      checkpoint_dir: spec.role === "split" ? paths.checkpointDir : undefined,
-      checkpoint_tag: paths.checkpointTag,
-      checkpoint_marker: spec.checkpointMarker,
-      universal: paths.universal,
-      plan: paths.planOut,
-    },
+    outputs: phaseOutputs(spec),
     output_hashes: await hashPhaseOutputs(paths.dir, {
       metrics: paths.metricsFile,
       plan: paths.planOut,

@@ -24,6 +24,7 @@ import type { RetryDecision, RetryPolicy } from "./retry.ts";
 import type { PhaseContext, PhaseState } from "./phase_execution.ts";
 import { listRuns, pathExists, readJsonIfExists, writeJsonAtomic } from "./run_store.ts";
 import { hashPhaseOutputs } from "./output_hashes.ts";
+import { phaseOutputs } from "./artifacts.ts";
 
 /** What `slurm_job.json` holds. */
 export interface SlurmJobFile {
@@ -41,20 +42,6 @@ export interface SlurmJobFile {
   submitted_at: string;
   /** The `outputs` its phase.json will carry. */
   outputs: Record<string, string | undefined>;
-}
-
-/** `outputs` of a phase's phase.json: where its artifacts are. */
-export function phaseOutputs(spec: PhaseSpec): Record<string, string | undefined> {
-  const { paths } = spec;
-  return {
-    dir: paths.dir,
-    metrics: paths.metricsFile,
-    checkpoint_dir: spec.role === "split" ? paths.checkpointDir : undefined,
-    checkpoint_tag: paths.checkpointTag,
-    checkpoint_marker: spec.checkpointMarker,
-    universal: paths.universal,
-    plan: paths.planOut,
-  };
 }
 
 /** One attempt of a Slurm phase in its own folder: submit, record the job id, follow it. */
