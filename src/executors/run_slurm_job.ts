@@ -198,7 +198,7 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
     let runningSince: number | null = null;
     let unreachable = 0;
     let cancelledAt: number | null = null;
-    let failureSeen = false;
+    let failedSince: number | null = null;
     for (;;) {
       if (interruption() && stopReason === null) stopReason = "interrupted";
       const record = await queryJob(jobId);
@@ -229,12 +229,14 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
         if (!isActiveState(record.state)) {
           if (stopReason !== null) break;
           // A running job that Slurm requeues (preemption, node failure, scontrol requeue) can
-          // show its killed attempt's FAILED for a moment before it is PENDING again: a failure
-          // counts only when a second look, one poll later, still sees the job ended.
-          if (baseState(record.state) !== "COMPLETED" && !failureSeen) {
-            failureSeen = true;
-            await new Promise((resolve) => setTimeout(resolve, options.slurm.pollS * 1000));
-            continue;
+          // show its killed attempt as FAILED before it is PENDING again: a failure counts only
+          // once it has stayed ended for FAILURE_CONFIRM_MS.
+          if (baseState(record.state) !== "COMPLETED") {
+            failedSince ??= performance.now();
+            if (performance.now() - failedSince < FAILURE_CONFIRM_MS) {
+              await new Promise((resolve) => setTimeout(resolve, options.slurm.pollS * 1000));
+              continue;
+            }
           }
           const code = (await readExitCode(options.dir)) ?? record.exitCode;
           const outcome = jobOutcome(jobId, record.state, {
@@ -244,7 +246,7 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
           });
           return await result(outcome.status, outcome.message, outcome.infra, code);
         }
-        failureSeen = false;
+        failedSince = null;
         if (baseState(record.state) === "RUNNING") runningSince ??= performance.now();
         else if (baseState(record.state) === "PENDING") runningSince = null; // requeued
       }
@@ -287,6 +289,9 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
     markDone();
   }
 }
+
+/** How long a job must stay FAILED (or another ended state) before the harness believes it. */
+const FAILURE_CONFIRM_MS = 3000;
 
 async function readExitCode(dir: string): Promise<number | null> {
   try {
