@@ -300,39 +300,6 @@ Deno.test({
 });
 
 Deno.test({
-  name: "slurm: a requeued job is followed under the same id, not submitted again",
-  ignore: SLURM_IGNORE,
-  async fn() {
-    assertSlurmReachable();
-    const dir = await Deno.makeTempDir();
-    try {
-      const file = await writeExperiment(
-        dir,
-        "exp.yaml",
-        echoExperiment("slurm-requeue", { SLEEP_MS: "4000" }),
-      );
-      const harness = startHarness(file, dir);
-      const baseline = await submittedJob(dir, "slurm-requeue", "baseline");
-      await waitFor(async () => (await jobState(baseline)) === "RUNNING", "the job to run");
-      // What a preemption or node failure with --requeue does; skip Slurm's requeue delay.
-      await slurmOutput(["scontrol", "requeue", baseline]);
-      await waitFor(async () => (await jobState(baseline)) === "PENDING", "the requeue");
-      await slurmOutput(["scontrol", "update", `jobid=${baseline}`, "StartTime=now"]);
-      const { code, stderr } = await harness.output();
-      assert.equal(code, 0, new TextDecoder().decode(stderr));
-      const phaseDir = join(dir, "slurm-requeue/latest/phases/baseline");
-      const slurm = (await readJson(join(phaseDir, "phase.json"))).slurm as Record<string, unknown>;
-      assert.equal(slurm.id, baseline);
-      assert.ok(Number(slurm.restarts) >= 1, JSON.stringify(slurm));
-      assert.match(await Deno.readTextFile(join(phaseDir, "stderr.log")), /REQUEUE/);
-      assert.equal((await latestSummary(dir, "slurm-requeue")).verdict, "PASS");
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
-  },
-});
-
-Deno.test({
   name: "slurm: a job left by a killed harness is cancelled once the experiment changed",
   ignore: SLURM_IGNORE,
   async fn() {
