@@ -23,7 +23,6 @@ import {
   queuedJobs,
   SLURM,
   SLURM_IGNORE,
-  slurmOutput,
 } from "./_testing/slurm_cluster.ts";
 
 const SLURM_EXECUTOR = { kind: "slurm", poll: 0.5 };

@@ -15,7 +15,7 @@ python="${PYTHON:-python3}"
 want="$(cat "$req" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
 if [[ "${1:-}" == "--force" ]]; then rm -rf "$venv"; fi
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] &&
-  "$venv/bin/python" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("torch") and u.find_spec("deepspeed")))' >/dev/null 2>&1; then
+  "$venv/bin/python" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec('torch') and u.find_spec('deepspeed')))' >/dev/null 2>&1; then
   echo "setup_deepspeed: $venv is up to date ($(cut -c1-12 "$stamp"))"
   exit 0
 fi
@@ -32,16 +32,16 @@ if [[ -d /opt/wheels ]]; then findlinks=(--find-links /opt/wheels); fi
 torch_pin="$(grep -E '^torch==' "$req")"
 [[ "$torch_pin" == "torch==2.13.0" ]] || { echo "setup_deepspeed: torch must be pinned ==2.13.0 in $req" >&2; exit 2; }
 "${pip[@]}" install "${findlinks[@]}" "$torch_pin"
-# Everything else; torch is already satisfied, so no CUDA build can sneak in. DeepSpeed's setup.py
-# imports torch, hence --no-build-isolation (it builds against the torch just installed).
+# Everything else; torch==2.13.0 is already satisfied, so no CUDA build can sneak in. DeepSpeed's setup.py
+# imports it, hence --no-build-isolation (it builds against the pinned wheel just installed).
 grep -vE '^(torch==|deepspeed==|#|$)' "$req" | xargs "${pip[@]}" install "${findlinks[@]}" "$torch_pin"
 DS_BUILD_OPS=0 "${pip[@]}" install --no-build-isolation "${findlinks[@]}" "$torch_pin" "$(grep -E '^deepspeed==' "$req")"
 "$venv/bin/python" - <<'PY'
 import torch, deepspeed, importlib.util
 assert torch.__version__.startswith("2.13.0"), torch.__version__
-assert not torch.version.cuda, f"a CUDA build of torch was installed: {torch.version.cuda}"
+assert not torch.version.cuda, f"a CUDA build was installed: {torch.version.cuda}"
 assert importlib.util.find_spec("deepspeed.module_inject.auto_ep") is not None, "this DeepSpeed has no AutoEP"
-print(f"setup_deepspeed: torch {torch.__version__}, deepspeed {deepspeed.__version__}")
+print(f"setup_deepspeed: torch=={torch.__version__}, deepspeed=={deepspeed.__version__}")
 PY
 echo "$want" >"$stamp"
 echo "setup_deepspeed: done in $(($(date +%s) - start)) s"

@@ -120,6 +120,17 @@ export class SeriesBuilder {
     this.#events.push(event);
   }
 
+  /** Notes a step column counted in samples without the samples per optimizer step. */
+  checkSamplesPerStep(unit: "step" | "samples", perStep: number | undefined): void {
+    if (unit !== "samples" || perStep) return;
+    this.note(
+      READER_CODES.samplesPerStepMissing,
+      "error",
+      "steps are counted in samples but samples_per_step is not set",
+      "set metrics.samples_per_step (the global batch size) to convert samples to optimizer steps",
+    );
+  }
+
   /**
    * The optimizer step of a step column that counts samples (`perStep` samples per step), or
    * undefined after noting a count that is not a whole number of steps. Without `perStep` the

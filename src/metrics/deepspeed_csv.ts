@@ -36,14 +36,7 @@ export function parseDeepspeedCsv(sources: CsvSource[], options: ReadOptions = {
   // csv_monitor writes engine.global_samples in the step column unless the caller logged steps.
   const unit = options.step_unit ?? "samples";
   const perStep = options.samples_per_step;
-  if (unit === "samples" && !perStep) {
-    builder.note(
-      READER_CODES.samplesPerStepMissing,
-      "error",
-      "steps are counted in samples but samples_per_step is not set",
-      "set metrics.samples_per_step (the global batch size) to convert samples to optimizer steps",
-    );
-  }
+  builder.checkSamplesPerStep(unit, perStep);
   for (const source of sources) {
     builder.startSource();
     readOne(builder, source, unit === "samples" ? perStep : undefined);

@@ -52,15 +52,7 @@ export async function runSlurmAttempt(
   const { spec } = state;
   const dir = spec.paths.dir;
   const result = await runSlurmJob({
-    phase: spec.name,
-    argv: spec.argv,
-    env: spec.env,
-    cwd: spec.cwd,
-    slurm: spec.executor!,
-    timeoutS: spec.timeoutS,
-    dir,
-    stdoutPath: join(dir, "stdout.log"),
-    stderrPath: join(dir, "stderr.log"),
+    ...jobOptions(spec),
     onSubmit: async (jobId) => {
       const record: SlurmJobFile = {
         job_id: jobId,
@@ -155,15 +147,7 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
       ? ctx.progress.followMetrics(spec.name, record.outputs.metrics, spec.stopAt)
       : ctx.progress.phaseStart(spec.name);
     const result = await runSlurmJob({
-      phase: spec.name,
-      argv: spec.argv,
-      env: spec.env,
-      cwd: spec.cwd,
-      slurm: spec.executor!,
-      timeoutS: spec.timeoutS,
-      dir,
-      stdoutPath: join(dir, "stdout.log"),
-      stderrPath: join(dir, "stderr.log"),
+      ...jobOptions(spec),
       attach: record.job_id,
     });
     await follow.stop();
@@ -194,4 +178,20 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
     return true;
   }
   return false;
+}
+
+/** What every Slurm job of a phase runs and where its files go. */
+function jobOptions(spec: PhaseSpec) {
+  const dir = spec.paths.dir;
+  return {
+    phase: spec.name,
+    argv: spec.argv,
+    env: spec.env,
+    cwd: spec.cwd,
+    slurm: spec.executor!,
+    timeoutS: spec.timeoutS,
+    dir,
+    stdoutPath: join(dir, "stdout.log"),
+    stderrPath: join(dir, "stderr.log"),
+  };
 }
