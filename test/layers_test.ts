@@ -13,6 +13,7 @@ const SRC = join(PROJECT, "src");
 /** What the pipeline may import: every layer below it. */
 const BELOW_PIPELINE = [
   "types",
+  "format",
   "affine",
   "process",
   "executors",
@@ -27,17 +28,18 @@ const BELOW_PIPELINE = [
 /** Folder → the folders it may import from. */
 const MAY_IMPORT: Record<string, readonly string[]> = {
   types: [],
+  format: ["types"],
   affine: [],
   process: [],
   executors: ["types", "process"],
   metrics: ["types"],
   presets: ["types", "affine"],
-  parity: ["types", "metrics"],
-  charts: ["types", "parity"],
-  report: ["types", "parity", "charts"],
+  parity: ["types", "format", "metrics"],
+  charts: ["types", "format", "parity"],
+  report: ["types", "format", "parity", "charts"],
   experiment: ["types", "presets"],
   pipeline: BELOW_PIPELINE,
-  reproduce: ["types", "process", "metrics", "parity", "experiment", "pipeline"],
+  reproduce: ["types", "format", "process", "metrics", "parity", "experiment", "pipeline"],
   cli: [...BELOW_PIPELINE, "pipeline", "reproduce"],
   reference: ["affine"],
 };

@@ -28,6 +28,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from "node:pat
 import { acquireRunLock, LockHeldError, type RunLock } from "./lock.ts";
 import { ATTEMPT_DIR_PATTERN } from "./retry.ts";
 import { experimentFolderName, listRuns, writeJsonAtomic } from "./run_store.ts";
+import { bytes as formatBytes } from "../format/numbers.ts";
 
 /** Which checkpoints survive a collection. */
 export type KeepPolicy = "last" | "none";
@@ -233,18 +234,6 @@ export function formatGcReport(report: GcReport): string {
     report.dryRun ? `dry run: would free ${total}; nothing was deleted` : `freed ${total}`,
   );
   return lines.join("\n");
-}
-
-/** Bytes as `512 B`, `1.5 KiB`, `2.0 GiB`. */
-export function formatBytes(bytes: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 function emptyReport(root: string, dryRun: boolean): GcReport {

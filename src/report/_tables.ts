@@ -2,7 +2,8 @@
 
 import type { ComparisonSummary, PhaseSummary, Verdict } from "../types/summary.ts";
 import { ulpDistanceIn, type UlpUnit } from "../parity/ulp.ts";
-import { bytes, count, exact, seconds, stat, verdictLabel } from "./_format.ts";
+import { bytes, comparisonUlpText, count, exact, seconds, stat } from "../format/numbers.ts";
+import { verdictLabel } from "./_format.ts";
 import type { LoadedRun } from "./load_run.ts";
 
 /** A table cell: plain text, optionally a link (relative path). */
@@ -66,7 +67,7 @@ export function comparisonsTable(run: LoadedRun): Table {
       c(d ? exact(d.a) : "—"),
       c(d ? exact(d.b) : "—"),
       c(stat(cmp.max_abs)),
-      c(ulpText(cmp)),
+      c(comparisonUlpText(cmp)),
       c(verdictLabel(cmp.verdict)),
       // Last, so the judged columns keep their places: why this lane (declared, topology).
       c(cmp.lane_reason ?? "—"),
@@ -193,17 +194,6 @@ export function diagnosticsTable(run: LoadedRun): Table {
     ]),
     empty: "No diagnostics.",
   };
-}
-
-/**
- * The ULP column: float32 ULPs when both series are float32 values (a trainer's fp32 loss widened
- * to float64 is 2^29 float64 ULPs per float32 ULP, which reads as noise), else float64 ULPs.
- */
-function ulpText(cmp: ComparisonSummary): string {
-  if (cmp.max_ulp_f32 !== undefined && cmp.max_ulp_f32 !== null) {
-    return `${count(cmp.max_ulp_f32)} (f32)`;
-  }
-  return cmp.max_ulp === null ? "—" : count(cmp.max_ulp);
 }
 
 /** Status of a phase with its emoji (failed and timeout phases are ERROR evidence). */

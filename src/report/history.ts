@@ -13,7 +13,8 @@ import { historyTrendSpec, type TrendPoint } from "../charts/history_trend.ts";
 import { writeChart } from "../charts/render_chart.ts";
 import type { RunSummary } from "../types/summary.ts";
 import { mdTable } from "./markdown.ts";
-import { exact, stat, verdictLabel } from "./_format.ts";
+import { exact, stat } from "../format/numbers.ts";
+import { verdictLabel } from "./_format.ts";
 import type { Table } from "./_tables.ts";
 
 /** Columns of `history.csv`, in order (a contract for CI dashboards: only ever append columns). */

@@ -8,7 +8,8 @@
  */
 
 import type { RunSummary } from "../types/summary.ts";
-import { exact, stripAnsi } from "./_format.ts";
+import { comparisonUlpText, exact } from "../format/numbers.ts";
+import { stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
 
 /** What the JUnit writer needs of a run. */
@@ -83,7 +84,9 @@ function casesOf(run: JunitRun): Case[] {
         d ? `${c.b} (b) = ${exact(d.b)}` : "",
         `last matching step: ${exact(c.last_matching_step)}`,
         `compared: ${c.compared}, failures: ${exact(c.failures)}`,
-        `max abs: ${exact(c.max_abs)}, max rel: ${exact(c.max_rel)}, max ULP: ${exact(c.max_ulp)}`,
+        `max abs: ${exact(c.max_abs)}, max rel: ${exact(c.max_rel)}, max ULP: ${
+          comparisonUlpText(c)
+        }`,
         c.reason ?? "",
       ].filter((line) => line !== "").join("\n");
       outcome = { kind: "failure", type: "ParityFailure", message, body };

@@ -93,10 +93,10 @@ Deno.test("renderMarkdown() sections: state, plan sync, noise floor, phases and 
       "first\\_holder",
       "✅ PASS",
       "96",
-      "48 KiB",
-      "16 KiB",
-      "32 KiB",
-      "12 KiB",
+      "48\u00a0KiB",
+      "16\u00a0KiB",
+      "32\u00a0KiB",
+      "12\u00a0KiB",
       "—",
     ]);
     assert.deepEqual(tableAfter(md, "Noise floor")[2], ["2", "no", "1e-7", "1e-6", "0"]);

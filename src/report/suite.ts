@@ -7,7 +7,8 @@
 
 import { relative } from "node:path";
 import { type RunSummary, VERDICT_RANK } from "../types/summary.ts";
-import { escapeHtml, seconds, verdictLabel } from "./_format.ts";
+import { seconds } from "../format/numbers.ts";
+import { escapeHtml, verdictLabel } from "./_format.ts";
 import { renderJunit } from "./junit.ts";
 import { REPORT_CSS } from "./html.ts";
 import { mdText } from "./markdown.ts";
