@@ -21,6 +21,8 @@ export interface NamedChart {
   caption: string;
   /** Comparison the chart belongs to, if any. */
   comparison?: string;
+  /** False for a chart that shows nothing a reviewer needs (a PASS pair's flat-zero difference). */
+  informative: boolean;
   /** The vega-lite spec. */
   spec: ChartSpec;
 }
@@ -90,6 +92,7 @@ export function buildRunCharts(input: RunChartsInput): NamedChart[] {
     charts.push({
       name: "loss",
       caption: "Loss of every phase, save step and noise floor",
+      informative: true,
       spec: lossOverlaySpec({
         title: `${summary.experiment}: loss per phase`,
         series: overlayPhases.map((phase) => ({ phase, ...seriesOf(losses, phase) })),
@@ -116,6 +119,7 @@ export function buildRunCharts(input: RunChartsInput): NamedChart[] {
     charts.push({
       name,
       comparison: comparison.name,
+      informative: comparison.verdict !== "PASS" || comparison.max_abs !== 0,
       caption: `${comparison.name}: per-step ${comparison.metric} difference (${comparison.lane})`,
       spec: differenceSpec({
         name: comparison.name,
@@ -137,6 +141,7 @@ export function buildRunCharts(input: RunChartsInput): NamedChart[] {
     charts.push({
       name: "plan-load",
       caption: "Send/receive bytes per process and policy",
+      informative: true,
       spec: plan,
     });
   }

@@ -21,7 +21,8 @@ export const historyCommand: Subcommand = (exit): Command =>
     .option("--limit <N>", "newest rows shown", positiveInteger, 30)
     .addHelpText(
       "after",
-      "\nWrites <results>/history/history-trend.{vl.json,svg,png} from <results>/history.csv.",
+      "\nWrites <results>/history/index.html (interactive trend, each point linking to its run)\n" +
+        "and <results>/history/history-trend.{vl.json,svg,png} from <results>/history.csv.",
     )
     .action(async (resultsDir: string, options: { experiment?: string; limit: number }) => {
       const view = await renderHistoryView(resultsDir, options);
@@ -31,6 +32,8 @@ export const historyCommand: Subcommand = (exit): Command =>
         console.error(`no history in ${historyPath(dir)}${which}`);
         return exit(2);
       }
-      console.log(view);
+      console.log(view.markdown);
+      // Paths, not a Markdown image: a local absolute path renders nowhere.
+      console.log(`\ntrend: ${view.html}\nchart: ${view.png}`);
       exit(0);
     });

@@ -8,9 +8,9 @@
  */
 
 import { Command } from "commander";
-import { renderRun, resolveRunDir } from "../report/mod.ts";
+import { imageBaseUrlProblem, renderRun, resolveRunDir } from "../report/mod.ts";
 import { runArtifactProblems } from "../pipeline/verify_run.ts";
-import type { Subcommand } from "./_subcommand.ts";
+import { type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Builds `parity report`. */
 export const reportCommand: Subcommand = (exit): Command =>
@@ -20,11 +20,17 @@ export const reportCommand: Subcommand = (exit): Command =>
       "<run-dir>",
       'a run folder, or an experiment folder or its "latest" entry (the newest run)',
     )
+    .option(
+      "--image-base-url <url>",
+      "URL where CI publishes the results folder: report.md links become absolute",
+    )
     .addHelpText(
       "after",
       "\nReads summary.json, losses.csv, experiment.resolved.yaml and phases/* of the run.",
     )
-    .action(async (path: string) => {
+    .action(async function (this: Command, path: string, options: { imageBaseUrl?: string }) {
+      const problem = options.imageBaseUrl ? imageBaseUrlProblem(options.imageBaseUrl) : null;
+      if (problem) return usageError(this, problem);
       let runDir: string;
       try {
         runDir = await resolveRunDir(path);
@@ -42,7 +48,7 @@ export const reportCommand: Subcommand = (exit): Command =>
       }
       try {
         const start = performance.now();
-        await renderRun(runDir);
+        await renderRun(runDir, { imageBaseUrl: options.imageBaseUrl });
         const ms = Math.round(performance.now() - start);
         console.log(`wrote ${runDir}/report.md, report.html, junit.xml and charts/ (${ms} ms)`);
         exit(0);

@@ -21,7 +21,7 @@ import { checkResultsFolder } from "../pipeline/results_folder.ts";
 import { runExperiment, type RunResult } from "../pipeline/runner.ts";
 import { EXIT_CODES, worstVerdict } from "../types/summary.ts";
 import { installSignalHandlers } from "../process/mod.ts";
-import { writeSuiteIndex } from "../report/mod.ts";
+import { imageBaseUrlProblem, writeSuiteIndex } from "../report/mod.ts";
 import { collect, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity run`, as commander parses them. */
@@ -42,6 +42,8 @@ export interface RunCommandOptions {
   quiet?: boolean;
   /** Folder of per-environment goldens (`golden: true`). */
   goldens: string;
+  /** The results folder's published URL (absolute image links in report.md). */
+  imageBaseUrl?: string;
 }
 
 /** Marker a bare `--force` is rewritten to: re-run every phase. */
@@ -64,6 +66,10 @@ export const runCommand: Subcommand = (exit): Command => {
     .option("--wait", "wait for another run of the same experiment to finish")
     .option("--quiet", "print phase start/end lines only")
     .option("--goldens <dir>", "goldens folder for golden: true", DEFAULT_GOLDENS_DIR)
+    .option(
+      "--image-base-url <url>",
+      "URL where CI publishes the results folder: report.md links become absolute",
+    )
     .action(async (files: string[], options: RunCommandOptions) => {
       exit(await runFiles(command, files, options));
     });
@@ -106,7 +112,12 @@ async function runFiles(
     wait: given.wait ?? false,
     quiet: given.quiet ?? false,
     goldens: given.goldens,
+    imageBaseUrl: given.imageBaseUrl ?? "",
   };
+  if (options.imageBaseUrl !== "") {
+    const problem = imageBaseUrlProblem(options.imageBaseUrl);
+    if (problem) return usageError(command, problem);
+  }
   const loaded: { file: string; experiment: Experiment }[] = [];
   let invalid = false;
   for (const file of files) {
@@ -176,6 +187,7 @@ async function runLoaded(
           progress,
           harnessEnv: Deno.env.toObject(),
           goldensDir: resolve(options.goldens),
+          imageBaseUrl: options.imageBaseUrl || undefined,
         }),
       );
       if (results.at(-1)!.summary.interrupted) break;
@@ -191,6 +203,7 @@ async function runLoaded(
         runDir: r.runDir,
         summary: r.summary,
       })),
+      { imageBaseUrl: options.imageBaseUrl || undefined },
     );
     console.error(`suite index: ${index}`);
   }

@@ -49,7 +49,7 @@ export function blamedPhases(cmp: ComparisonSummary, run: CulpritInput): string[
   return [cmp.b];
 }
 
-/** Every blamed phase, earliest divergence first (then by name), each listed once. */
+/** Every blamed phase, earliest divergence first (then in run order), each listed once. */
 export function culprits(run: CulpritInput): Culprit[] {
   const found = new Map<string, Culprit>();
   for (const cmp of run.comparisons) {
@@ -61,7 +61,9 @@ export function culprits(run: CulpritInput): Culprit[] {
       found.set(phase, entry);
     }
   }
+  const order = new Map(run.phases.map((p, i) => [p.name, i]));
   return [...found.values()].sort((x, y) =>
-    (x.step ?? Infinity) - (y.step ?? Infinity) || x.phase.localeCompare(y.phase)
+    (x.step ?? Infinity) - (y.step ?? Infinity) ||
+    (order.get(x.phase) ?? Infinity) - (order.get(y.phase) ?? Infinity)
   );
 }

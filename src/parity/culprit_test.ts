@@ -47,8 +47,8 @@ Deno.test("culprits() blames the resume that fails against the baseline, not sid
   const run = { phases, comparisons };
   assert.deepEqual(blamedPhases(comparisons[3], run), ["resume-reshard"]);
   assert.deepEqual(culprits(run).map((c) => [c.phase, c.step, c.comparisons.length]), [
-    ["resume-reshard", 22, 2],
     ["resume-universal", 22, 1],
+    ["resume-reshard", 22, 2],
   ]);
 });
 

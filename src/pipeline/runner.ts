@@ -69,6 +69,8 @@ export interface RunOptions {
   harnessEnv: Record<string, string>;
   /** Where goldens are looked up (`experiments/goldens` under the working folder by default). */
   goldensDir?: string;
+  /** The results folder's published URL, for absolute links in report.md (`--image-base-url`). */
+  imageBaseUrl?: string;
 }
 
 /** Outcome of one experiment run. */
@@ -192,7 +194,7 @@ async function runLocked(
       ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
       : undefined,
   });
-  const published = await publishRun(plan, summary, options.resultsDir, experimentDir, progress);
+  const published = await publishRun(plan, summary, options, experimentDir);
   return { runDir, summary: published };
 }
 
@@ -389,10 +391,10 @@ async function judgeRun(
 async function publishRun(
   plan: ResolvedPlan,
   judged: RunSummary & { losses: string },
-  resultsDir: string,
+  options: RunOptions,
   experimentDir: string,
-  progress: Progress,
 ): Promise<RunSummary> {
+  const { resultsDir, progress, imageBaseUrl } = options;
   const { losses, ...unredacted } = judged;
   // Messages and log tails may quote a secret; history and suite indexes get this copy too.
   const summary = HARNESS_REDACTION.redactValue(unredacted);
@@ -400,7 +402,7 @@ async function publishRun(
   await writeTextAtomic(join(runDir, "losses.csv"), losses);
   await writeJsonAtomic(join(runDir, "summary.json"), summary);
   try {
-    await renderRun(runDir, { reuseFrom: await latestRunDir(experimentDir) });
+    await renderRun(runDir, { reuseFrom: await latestRunDir(experimentDir), imageBaseUrl });
   } catch (e) {
     // A run without its reports is never PASS: the verdict becomes ERROR, saying why.
     const reason = reportsNotWritten(judged, summary, e);
@@ -408,7 +410,7 @@ async function publishRun(
     await writeJsonAtomic(join(runDir, "summary.json"), summary);
   }
   try {
-    await appendHistory(resultsDir, summary);
+    await appendHistory(resultsDir, summary, runDir);
     await updateLatest(experimentDir, summary.run_id);
   } catch (e) {
     // A full or read-only disk: summary.json must not keep saying PASS for an ERROR exit.

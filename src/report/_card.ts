@@ -1,12 +1,14 @@
 // The root-cause card as plain data, so report.md, report.html and junit.xml say the same thing.
 
-import type { Finding, RunSummary } from "../types/summary.ts";
+import type { Finding, RunSummary, Verdict } from "../types/summary.ts";
 import { verdictLabel } from "./_format.ts";
 
 /** One card entry, ready to render. */
 export interface CardEntry {
   /** `❌ FAIL · cause-converter`. */
   label: string;
+  /** The verdict the entry explains. */
+  verdict: Verdict;
   /** The diagnostic code (docs/parity.md, "Root-cause codes"). */
   code: string;
   /** What happened and the likely cause. */
@@ -23,6 +25,7 @@ export interface CardEntry {
 export function rootCauseCard(summary: RunSummary): CardEntry[] {
   return (summary.findings ?? []).map((f: Finding) => ({
     label: `${verdictLabel(f.verdict)} · ${f.code}`,
+    verdict: f.verdict,
     code: f.code,
     title: f.title,
     next: f.next,

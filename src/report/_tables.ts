@@ -4,6 +4,7 @@ import type { ComparisonSummary, PhaseSummary, Verdict } from "../types/summary.
 import { ulpDistanceIn, type UlpUnit } from "../parity/ulp.ts";
 import { bytes, comparisonUlpText, count, exact, seconds, stat } from "../format/numbers.ts";
 import { verdictLabel } from "./_format.ts";
+import { culprits } from "../parity/culprit.ts";
 import type { LoadedRun } from "./load_run.ts";
 
 /** A table cell: plain text, optionally a link (relative path). */
@@ -16,6 +17,11 @@ export interface Cell {
   strong?: boolean;
   /** Extra links shown after the first (e.g. stdout next to stderr). */
   more?: { text: string; href: string }[];
+  /**
+   * A verdict or status: Markdown shows `text` (emoji and word), HTML a coloured badge with
+   * `label` followed by `suffix`, which needs no emoji font.
+   */
+  badge?: { tone: Verdict | "N/A"; label: string; suffix: string };
 }
 
 /** One report table. */
@@ -36,6 +42,25 @@ export interface Table {
 
 const c = (text: string, href?: string): Cell => href ? { text, href } : { text };
 
+/** A verdict cell (`❌ FAIL` in Markdown, a red `FAIL` badge in HTML). */
+export function verdictCell(verdict: Verdict | "N/A", suffix = ""): Cell {
+  return { text: verdictLabel(verdict) + suffix, badge: { tone: verdict, label: verdict, suffix } };
+}
+
+/**
+ * How a comparison compares with the experiment's previous run (`history.csv`): `was PASS` when
+ * the verdict changed, `max abs was …` when only the size changed, `unchanged`, `new comparison`,
+ * or `first run`.
+ */
+export function versusPrevious(run: LoadedRun, cmp: ComparisonSummary): string {
+  if (run.previous === null) return "first run";
+  const before = run.previous.comparisons.get(cmp.name);
+  if (before === undefined) return "new comparison";
+  if (before.comparison_verdict !== cmp.verdict) return `was ${before.comparison_verdict || "—"}`;
+  const abs = before.max_abs === "" ? null : Number(before.max_abs);
+  return abs === cmp.max_abs ? "unchanged" : `max abs was ${stat(abs)}`;
+}
+
 /** The a/b values at the first divergent step of a comparison (summary first, else the data). */
 export function divergenceValues(
   run: LoadedRun,
@@ -52,60 +77,83 @@ export function divergenceValues(
   return { step, a: at(comparison.a), b: at(comparison.b) };
 }
 
-/** The comparisons table (first table of the report). */
-export function comparisonsTable(run: LoadedRun): Table {
-  const rows = run.summary.comparisons.map((cmp) => {
+/** Which comparisons {@link comparisonsTable} lists. */
+export type ComparisonRows = "all" | "differing";
+
+/**
+ * The comparisons table: every comparison (HTML), or only those that are not PASS (the PR
+ * comment, which counts the PASS rows in one line instead). The "vs last run" column appears
+ * when the experiment ran before.
+ */
+export function comparisonsTable(run: LoadedRun, which: ComparisonRows = "all"): Table {
+  const shown = run.summary.comparisons.filter((cmp) => which === "all" || cmp.verdict !== "PASS");
+  const history = run.previous !== null;
+  const rows = shown.map((cmp) => {
     const d = divergenceValues(run, cmp);
     const window = cmp.first_step === null ? "—" : `${cmp.first_step}–${cmp.last_step ?? "?"}`;
     return [
       c(cmp.name),
-      c(cmp.metric),
-      c(cmp.lane),
-      c(window),
-      c(count(cmp.compared)),
+      verdictCell(cmp.verdict),
       c(d ? String(d.step) : "—"),
       c(d ? exact(d.a) : "—"),
       c(d ? exact(d.b) : "—"),
       c(stat(cmp.max_abs)),
       c(comparisonUlpText(cmp)),
-      c(verdictLabel(cmp.verdict)),
-      // Last, so the judged columns keep their places: why this lane (declared, topology).
+      c(`${cmp.lane}${cmp.metric === "loss" ? "" : ` (${cmp.metric})`}`),
+      c(window),
+      ...(history ? [c(versusPrevious(run, cmp))] : []),
       c(cmp.lane_reason ?? "—"),
     ];
   });
   return {
     id: "comparisons",
-    title: "Comparisons",
+    title: which === "all" ? "Comparisons" : "What differs",
     headers: [
       "comparison",
-      "metric",
-      "lane",
-      "window",
-      "compared",
+      "verdict",
       "first divergent step",
       "a there",
       "b there",
       "max abs",
       "max ULP",
-      "verdict",
+      "lane",
+      "window",
+      ...(history ? ["vs last run"] : []),
       "why this lane",
     ],
-    numeric: [false, false, false, false, true, true, true, true, true, true, false, false],
+    numeric: [
+      false,
+      false,
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      ...(history ? [false] : []),
+      false,
+    ],
     rows,
-    empty: "No comparisons were made.",
+    empty: which === "all" ? "No comparisons were made." : "Every comparison passed.",
   };
 }
 
-/** The restored-state checks table. */
-export function stateTable(run: LoadedRun): Table {
+/**
+ * The restored-state checks table: every check, or only those with digests that are not PASS
+ * (the PR comment, which names the others in a line).
+ */
+export function stateTable(run: LoadedRun, which: ComparisonRows = "all"): Table {
   return {
     id: "state",
     title: "State checks",
     headers: ["phase", "verdict", "differing components", "compared"],
     numeric: [false, false, false, false],
-    rows: run.summary.state_checks.map((s) => [
+    rows: run.summary.state_checks.filter((s) =>
+      which === "all" || (s.available && s.verdict !== "PASS")
+    ).map((s) => [
       c(s.phase),
-      c(s.available ? verdictLabel(s.verdict) : `${verdictLabel("N/A")} (no digests)`),
+      s.available ? verdictCell(s.verdict) : verdictCell("N/A", " (no digests)"),
       c(s.differing.length > 0 ? s.differing.join(", ") : "—"),
       c(s.compared && s.compared.length > 0 ? s.compared.join(", ") : "—"),
     ]),
@@ -131,11 +179,7 @@ export function planTable(run: LoadedRun): Table {
     numeric: [false, false, true, true, true, true, true, false],
     rows: run.summary.plan_sync.map((p) => [
       c(p.policy),
-      c(
-        p.verified
-          ? verdictLabel("PASS")
-          : `${verdictLabel("FAIL")}${p.error ? `: ${p.error}` : ""}`,
-      ),
+      p.verified ? verdictCell("PASS") : verdictCell("FAIL", p.error ? `: ${p.error}` : ""),
       c(count(p.segments)),
       c(bytes(p.moved_bytes)),
       c(bytes(p.local_bytes)),
@@ -181,13 +225,17 @@ export function noiseTable(run: LoadedRun): Table {
 /** The diagnostics table. */
 export function diagnosticsTable(run: LoadedRun): Table {
   const icon = { error: "🛑", warning: "⚠️", info: "ℹ️" } as const;
+  const tone = { error: "ERROR", warning: "ABSTAIN", info: "N/A" } as const;
   return {
     id: "diagnostics",
     title: "Diagnostics",
     headers: ["level", "code", "phase", "message"],
     numeric: [false, false, false, false],
     rows: (run.summary.diagnostics ?? []).map((d) => [
-      c(`${icon[d.level] ?? ""} ${d.level}`),
+      {
+        text: `${icon[d.level] ?? ""} ${d.level}`,
+        badge: { tone: tone[d.level] ?? "N/A", label: d.level, suffix: "" },
+      },
       c(d.code),
       c(d.phase ?? "—"),
       c(d.message),
@@ -201,6 +249,13 @@ export function phaseStatus(p: PhaseSummary): string {
   const icon = { ok: "✅", failed: "💥", timeout: "⏱️", skipped: "⏭️" }[p.status] ?? "";
   return `${icon} ${p.status}`;
 }
+
+const PHASE_TONE: Record<PhaseSummary["status"], Verdict | "N/A"> = {
+  ok: "PASS",
+  failed: "ERROR",
+  timeout: "ERROR",
+  skipped: "N/A",
+};
 
 /** `; retried 1× (attempt 1: exited with code 1, log matched NCCL)` for flaky-infrastructure retries. */
 function retriesNote(p: PhaseSummary): string {
@@ -233,7 +288,14 @@ export function phasesTable(run: LoadedRun, existing: Set<string>): Table {
       return [
         c(p.name),
         c(p.role),
-        c(phaseStatus(p) + (p.message ? `: ${p.message}` : "") + retriesNote(p)),
+        {
+          text: phaseStatus(p) + (p.message ? `: ${p.message}` : "") + retriesNote(p),
+          badge: {
+            tone: PHASE_TONE[p.status] ?? "N/A",
+            label: p.status,
+            suffix: (p.message ? `: ${p.message}` : "") + retriesNote(p),
+          },
+        },
         c(seconds(p.wall_s)),
         c(p.cached ? `yes${p.source_run ? ` (${p.source_run})` : ""}` : "no"),
         c(p.exit_code === null ? "—" : String(p.exit_code)),
@@ -261,8 +323,8 @@ export interface DetailRow {
 }
 
 /**
- * The per-step values around the first divergence (`radius` steps each side), read from the
- * stored series (`losses.csv` for `loss`).
+ * The per-step values around the first divergence (`radius` steps each side, inside the compared
+ * window), read from the stored series (`losses.csv` for `loss`).
  */
 export function divergenceDetail(run: LoadedRun, cmp: ComparisonSummary, radius = 5): DetailRow[] {
   const step = cmp.first_divergent_step;
@@ -270,7 +332,13 @@ export function divergenceDetail(run: LoadedRun, cmp: ComparisonSummary, radius 
   const sa = run.series(cmp.a, cmp.metric);
   const sb = run.series(cmp.b, cmp.metric);
   const steps = new Set<number>();
-  for (const s of [...sa.steps, ...sb.steps]) if (Math.abs(s - step) <= radius) steps.add(s);
+  // Only the compared window: steps before the resume have no b value and would be rows of "—".
+  const inWindow = (s: number) =>
+    (cmp.first_step === null || s >= cmp.first_step) &&
+    (cmp.last_step === null || s <= cmp.last_step);
+  for (const s of [...sa.steps, ...sb.steps]) {
+    if (Math.abs(s - step) <= radius && inWindow(s)) steps.add(s);
+  }
   const value = (series: typeof sa, s: number) => {
     const i = series.steps.indexOf(s);
     return i < 0 ? null : series.values[i];
@@ -351,12 +419,14 @@ export function headline(run: LoadedRun): string {
   for (const v of ["FAIL", "ERROR", "ABSTAIN", "PASS"] as Verdict[]) {
     if (byVerdict(v) > 0) parts.push(`${byVerdict(v)} ${v}`);
   }
-  const first = s.comparisons.find((c) => c.first_divergent_step !== null);
   const bits = [parts.join(", ")];
-  if (first) bits.push(`first divergence: ${first.name} at step ${first.first_divergent_step}`);
+  const broken = culprits(s);
+  if (broken.length > 0) {
+    bits.push(`diverged: ${broken.map((c) => `${c.phase} @ ${c.step ?? "?"}`).join(", ")}`);
+  }
   bits.push(`${s.steps} steps, saved after step ${s.save_at}`);
   bits.push(`wall ${seconds(s.wall_s)} (children ${seconds(s.children_wall_s)})`);
-  if (s.git_commit) bits.push(`commit ${s.git_commit}`);
+  if (s.git_commit) bits.push(`commit ${s.git_commit.slice(0, 12)}`);
   if (s.interrupted) bits.push("INTERRUPTED");
   return bits.join(" · ");
 }

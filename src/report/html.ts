@@ -1,14 +1,17 @@
 /**
  * `report.html`: one self-contained file that opens offline. The vega, vega-lite and vega-embed
  * browser bundles are inlined from node_modules, every chart spec is inlined with its data, and
- * the tables are the same as in `report.md`.
+ * the tables are the same as in `report.md`. Reading order: verdict, root-cause card, table of
+ * contents, state checks, comparisons, where each broken phase diverged, charts, then the rest.
+ * Verdicts are coloured badges with their word, so nothing depends on an emoji font.
  *
  * @module
  */
 
 import type { NamedChart } from "../charts/run_charts.ts";
-import { escapeHtml, verdictLabel } from "./_format.ts";
-import { browserBundles } from "./_bundles.ts";
+import { culprits } from "../parity/culprit.ts";
+import { escapeHtml } from "./_format.ts";
+import { badge, chartBlock, htmlPage } from "./_page.ts";
 import {
   type Cell,
   comparisonsTable,
@@ -16,7 +19,6 @@ import {
   diagnosticsTable,
   divergenceValues,
   erroredPhases,
-  failingComparisons,
   headline,
   noiseTable,
   phasesTable,
@@ -29,38 +31,16 @@ import {
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
 
-/** Page style: readable tables, verdict colours, charts that scroll when wider than the page. */
-export const REPORT_CSS = `
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px auto;max-width:1200px;padding:0 16px;color:#1f2328}
-h1{font-size:1.6em;margin-bottom:4px}h2{font-size:1.25em;margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.strong td{font-weight:bold;background:#fff5f5}
-.chart{margin:12px 0;overflow-x:auto}.headline{color:#57606a}.card{border-left:4px solid #cf222e;background:#fff8f8;padding:4px 12px;margin:8px 0}.empty{color:#57606a;font-style:italic}
-pre{background:#f6f8fa;padding:8px;overflow-x:auto;font-size:12px}details{margin:8px 0}summary{cursor:pointer}
-`;
-
-/** Escapes a value as JSON safe to place inside a `<script>` element. */
-export function scriptJson(value: unknown): string {
-  return JSON.stringify(value)
-    .replace(/</g, "\\u003c")
-    .replace(/>/g, "\\u003e")
-    .replace(/&/g, "\\u0026")
-    .replace(/\u2028/g, "\\u2028")
-    .replace(/\u2029/g, "\\u2029");
-}
-
-/**
- * Makes script text safe inside an inline `<script>` element: only `</script` can end it early
- * (`<\/` means the same inside JS strings and regular expressions).
- */
-export function scriptText(code: string): string {
-  return code.replace(/<\/(script)/gi, "<\\/$1");
-}
+export { scriptJson, scriptText } from "./_page.ts";
 
 function htmlCell(cell: Cell, numeric: boolean): string {
   const link = (text: string, href: string) =>
     `<a href="${escapeHtml(encodeURI(href))}">${escapeHtml(text)}</a>`;
-  let inner = cell.href ? link(cell.text, cell.href) : escapeHtml(cell.text);
+  let inner = cell.badge
+    ? badge(cell.badge.tone, cell.badge.label) + escapeHtml(cell.badge.suffix)
+    : cell.href
+    ? link(cell.text, cell.href)
+    : escapeHtml(cell.text);
   for (const more of cell.more ?? []) inner += ` · ${link(more.text, more.href)}`;
   return `<td${numeric ? ' class="num"' : ""}>${inner}</td>`;
 }
@@ -80,27 +60,70 @@ export function htmlTable(table: Table): string {
   }</tbody></table>`;
 }
 
-/** The browser-side script: embeds every chart and records how many rendered. */
-const EMBED_SCRIPT = `
-(async () => {
-  const nodes = document.querySelectorAll("div.chart[data-spec]");
-  let rendered = 0;
-  for (const node of nodes) {
-    const spec = JSON.parse(document.getElementById(node.dataset.spec).textContent);
-    try {
-      await vegaEmbed(node, spec, {
-        renderer: "svg",
-        actions: { export: true, source: false, compiled: false, editor: false },
-      });
-      rendered++;
-    } catch (error) {
-      console.error("chart " + node.id + " failed: " + error);
-    }
+/** A section: `<h2 id>` plus content, listed in the table of contents. */
+interface Section {
+  id: string;
+  title: string;
+  html: string;
+}
+
+function cardHtml(run: LoadedRun): string {
+  return rootCauseCard(run.summary).map((entry) =>
+    `<div class="card" data-code="${escapeHtml(entry.code)}"><p>${badge(entry.verdict)} <strong>${
+      escapeHtml(entry.code)
+    }</strong> — ${escapeHtml(entry.title)}</p>` +
+    `<p><strong>Next:</strong> ${escapeHtml(entry.next)}</p>` +
+    (entry.evidence.length > 0
+      ? `<ul>${entry.evidence.map((l) => `<li>${escapeHtml(l)}</li>`).join("")}</ul>`
+      : "") +
+    (entry.logTail ? `<pre>${escapeHtml(entry.logTail)}</pre>` : "") + "</div>"
+  ).join("\n");
+}
+
+function divergedHtml(run: LoadedRun): string {
+  const s = run.summary;
+  const parts: string[] = [];
+  for (const culprit of culprits(s)) {
+    const cmp = s.comparisons.find((c) =>
+      culprit.comparisons.includes(c.name) && c.b === culprit.phase
+    ) ?? s.comparisons.find((c) => c.name === culprit.comparisons[0]);
+    const where = culprit.step === null
+      ? "no divergent step"
+      : `first diverges at step ${culprit.step}`;
+    parts.push(
+      `<h3 id="diverged-${escapeHtml(culprit.phase)}">${escapeHtml(culprit.phase)}: ${where}</h3>`,
+    );
+    if (cmp?.reason) parts.push(`<p>${escapeHtml(cmp.reason)}</p>`);
+    if (cmp && divergenceValues(run, cmp)) parts.push(htmlTable(detailTable(run, cmp)));
+    const others = culprit.comparisons.filter((n) => n !== cmp?.name);
+    if (others.length > 0) parts.push(`<p>Also blamed by: ${escapeHtml(others.join(", "))}.</p>`);
   }
-  document.body.dataset.chartsRendered = String(rendered);
-  document.body.dataset.chartsTotal = String(nodes.length);
-})();
-`;
+  const unjudged = unjudgedComparisons(run);
+  if (unjudged.length > 0) {
+    parts.push(`<details><summary>${escapeHtml(unjudgedTitle(unjudged.length))}</summary><ul>`);
+    for (const cmp of unjudged) {
+      parts.push(`<li>${escapeHtml(`${cmp.name}: ${cmp.reason ?? "no values to compare"}`)}</li>`);
+    }
+    parts.push("</ul></details>");
+  }
+  return parts.join("\n");
+}
+
+function chartsHtml(charts: NamedChart[]): string {
+  const block = (ch: NamedChart, i: number) =>
+    `<p>${escapeHtml(ch.caption)}</p>` + chartBlock(i, ch.name, ch.spec);
+  const shown = charts.map((ch, i) => ({ ch, i }));
+  const informative = shown.filter(({ ch }) => ch.informative);
+  const flat = shown.filter(({ ch }) => !ch.informative);
+  return informative.map(({ ch, i }) => block(ch, i)).join("\n") +
+    (flat.length > 0
+      ? `\n<details><summary>${flat.length} chart${
+        flat.length === 1 ? "" : "s"
+      } of identical pairs (flat zero)</summary>\n${
+        flat.map(({ ch, i }) => block(ch, i)).join("\n")
+      }\n</details>`
+      : "");
+}
 
 /**
  * Renders `report.html` for a loaded run with its chart specs inlined.
@@ -111,94 +134,35 @@ export async function renderHtml(
   existingFiles: Set<string>,
 ): Promise<string> {
   const s = run.summary;
-  const bundles = await browserBundles();
-  const title = `${verdictLabel(s.verdict)} — ${s.experiment} · ${s.run_id}`;
-  const parts: string[] = [];
-  parts.push(`<h1 id="verdict" data-verdict="${escapeHtml(s.verdict)}">${escapeHtml(title)}</h1>`);
-  for (const entry of rootCauseCard(s)) {
-    parts.push(
-      `<div class="card" data-code="${escapeHtml(entry.code)}"><p><strong>${
-        escapeHtml(entry.label)
-      }</strong> — ${escapeHtml(entry.title)}</p><p><strong>Next:</strong> ${
-        escapeHtml(entry.next)
-      }</p>` +
-        (entry.evidence.length > 0
-          ? `<ul>${entry.evidence.map((l) => `<li>${escapeHtml(l)}</li>`).join("")}</ul>`
-          : "") +
-        (entry.logTail ? `<pre>${escapeHtml(entry.logTail)}</pre>` : "") + "</div>",
-    );
+  const title = `${s.verdict} — ${s.experiment} · ${s.run_id}`;
+  const sections: Section[] = [];
+  const table = (t: Table): Section => ({ id: t.id, title: t.title, html: htmlTable(t) });
+  sections.push(table(stateTable(run)));
+  sections.push(table(comparisonsTable(run)));
+  const diverged = divergedHtml(run);
+  if (diverged !== "") {
+    sections.push({ id: "diverged", title: "Where it diverged", html: diverged });
   }
-  parts.push(`<p class="headline">${escapeHtml(headline(run))}</p>`);
-  const comparisons = comparisonsTable(run);
-  parts.push(`<h2>${escapeHtml(comparisons.title)}</h2>`, htmlTable(comparisons));
-  for (const cmp of failingComparisons(run)) {
-    const d = divergenceValues(run, cmp);
-    parts.push("<details>");
-    parts.push(
-      `<summary>${
-        escapeHtml(
-          `${verdictLabel(cmp.verdict)} ${cmp.name}: ` +
-            (d ? `first divergence at step ${d.step}` : cmp.reason ?? "no divergent step"),
-        )
-      }</summary>`,
-    );
-    if (cmp.reason) parts.push(`<p>${escapeHtml(cmp.reason)}</p>`);
-    if (d) parts.push(htmlTable(detailTable(run, cmp)));
-    parts.push("</details>");
-  }
-  const unjudged = unjudgedComparisons(run);
-  if (unjudged.length > 0) {
-    parts.push(`<details><summary>${escapeHtml(unjudgedTitle(unjudged.length))}</summary><ul>`);
-    for (const cmp of unjudged) {
-      parts.push(`<li>${escapeHtml(`${cmp.name}: ${cmp.reason ?? "no values to compare"}`)}</li>`);
-    }
-    parts.push("</ul></details>");
-  }
-  if (charts.length > 0) {
-    parts.push("<h2>Charts</h2>");
-    charts.forEach((ch, i) => {
-      parts.push(`<p>${escapeHtml(ch.caption)}</p>`);
-      parts.push(
-        `<div class="chart" id="chart-${i}" data-name="${
-          escapeHtml(ch.name)
-        }" data-spec="spec-${i}"></div>`,
-      );
-      parts.push(`<script type="application/json" id="spec-${i}">${scriptJson(ch.spec)}</script>`);
-    });
-  }
-  for (
-    const table of [
-      stateTable(run),
-      planTable(run),
-      noiseTable(run),
-      diagnosticsTable(run),
-      phasesTable(run, existingFiles),
-    ]
-  ) {
-    parts.push(`<h2>${escapeHtml(table.title)}</h2>`, htmlTable(table));
-  }
-  for (const phase of erroredPhases(run)) {
+  if (charts.length > 0) sections.push({ id: "charts", title: "Charts", html: chartsHtml(charts) });
+  for (const t of [planTable(run), noiseTable(run), diagnosticsTable(run)]) sections.push(table(t));
+  sections.push(table(phasesTable(run, existingFiles)));
+  const logs = erroredPhases(run).map((phase) => {
     const tail = run.logTail(phase.name);
-    parts.push(
-      `<details><summary>${escapeHtml(`💥 ${phase.name} log tail (${phase.status})`)}</summary>` +
-        `<pre>${escapeHtml(tail === "" ? "(no log output)" : tail)}</pre></details>`,
-    );
-  }
-  const scripts = bundles.map((b) => `<script>/* ${b.name} */\n${scriptText(b.code)}\n</script>`)
-    .join("\n");
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>${REPORT_CSS}</style>
-${scripts}
-</head>
-<body>
-${parts.join("\n")}
-<script>${scriptText(EMBED_SCRIPT)}</script>
-</body>
-</html>
-`;
+    return `<details open><summary>${badge("ERROR", phase.status)} ${
+      escapeHtml(`${phase.name} log tail`)
+    }</summary><pre>${escapeHtml(tail === "" ? "(no log output)" : tail)}</pre></details>`;
+  });
+  if (logs.length > 0) sections.push({ id: "logs", title: "Log tails", html: logs.join("\n") });
+  const body = [
+    `<h1 id="verdict" data-verdict="${escapeHtml(s.verdict)}">${badge(s.verdict)} ${
+      escapeHtml(`${s.experiment} · ${s.run_id}`)
+    }</h1>`,
+    cardHtml(run),
+    `<p class="headline">${escapeHtml(headline(run))}</p>`,
+    `<nav class="toc">${
+      sections.map((x) => `<a href="#${escapeHtml(x.id)}">${escapeHtml(x.title)}</a>`).join("")
+    }</nav>`,
+    ...sections.map((x) => `<h2 id="${escapeHtml(x.id)}">${escapeHtml(x.title)}</h2>\n${x.html}`),
+  ];
+  return await htmlPage(title, body, charts.length > 0);
 }

@@ -1,14 +1,16 @@
 /**
  * `junit.xml`: the run as JUnit results for CI dashboards (Jenkins, GitHub test reporters). One
  * `<testsuite>` per experiment; one `<testcase>` per comparison, state check, plan check and
- * phase. A FAIL is a `<failure>` carrying the first divergent step and both values, an ERROR is
+ * phase, named the same in every run (cache state, lane and results are `<properties>` of the
+ * test case, so per-test history in Jenkins or GitLab survives a cached rerun). A FAIL is a `<failure>` carrying the first divergent step and both values, an ERROR is
  * an `<error>` (with the log tail for phases), an ABSTAIN is `<skipped>`.
  *
  * @module
  */
 
 import type { RunSummary } from "../types/summary.ts";
-import { comparisonUlpText, exact } from "../format/numbers.ts";
+import { comparisonUlpText, exact, MISSING } from "../format/numbers.ts";
+import { blamedPhases } from "../parity/culprit.ts";
 import { stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
 
@@ -27,9 +29,12 @@ type Outcome =
 
 interface Case {
   classname: string;
+  /** Stable across runs: never carries cache state or a result. */
   name: string;
   time: number;
   outcome: Outcome;
+  /** Per-test facts (JUnit 5 / Jenkins / GitLab read `<properties>` inside `<testcase>`). */
+  properties: [string, string][];
 }
 
 // XML 1.0 allows tab, LF, CR and everything from U+0020 except U+FFFE/U+FFFF and lone surrogates.
@@ -64,8 +69,11 @@ function casesOf(run: JunitRun): Case[] {
   const s = run.summary;
   const exp = s.experiment;
   const cases: Case[] = [];
+  const stateOf = (phase: string) =>
+    s.state_checks.find((st) => st.phase === phase)?.differing ?? [];
   for (const c of s.comparisons) {
-    const name = `${c.name} (${c.metric}, ${c.lane})`;
+    // The lane is a property: declaring another topology must not rename the test.
+    const name = c.metric === "loss" ? c.name : `${c.name} (${c.metric})`;
     const where = c.first_step === null ? "" : ` over steps ${c.first_step}-${c.last_step}`;
     let outcome: Outcome = { kind: "pass" };
     if (c.verdict === "FAIL") {
@@ -99,7 +107,21 @@ function casesOf(run: JunitRun): Case[] {
         message: c.reason ?? "abstained: noise floor too high for an exact verdict",
       };
     }
-    cases.push({ classname: `${exp}.comparisons`, name, time: 0, outcome });
+    cases.push({
+      classname: `${exp}.comparisons`,
+      name,
+      time: 0,
+      outcome,
+      properties: [
+        ["lane", c.lane],
+        ["verdict", c.verdict],
+        ["first_divergent_step", exact(c.first_divergent_step).replace(MISSING, "")],
+        ["max_abs", exact(c.max_abs).replace(MISSING, "")],
+        ["max_ulp", comparisonUlpText(c).replace(MISSING, "")],
+        ["culprit", blamedPhases(c, s).join(", ")],
+        ["state_components", stateOf(c.b).join(", ")],
+      ],
+    });
   }
   for (const st of s.state_checks) {
     let outcome: Outcome = { kind: "pass" };
@@ -123,7 +145,17 @@ function casesOf(run: JunitRun): Case[] {
     } else if (st.verdict === "ABSTAIN") {
       outcome = { kind: "skipped", message: "state check abstained" };
     }
-    cases.push({ classname: `${exp}.state`, name: st.phase, time: 0, outcome });
+    cases.push({
+      classname: `${exp}.state`,
+      name: st.phase,
+      time: 0,
+      outcome,
+      properties: [
+        ["verdict", st.verdict],
+        ["differing", st.differing.join(", ")],
+        ["compared", (st.compared ?? []).join(", ")],
+      ],
+    });
   }
   for (const p of s.plan_sync) {
     const outcome: Outcome = p.verified ? { kind: "pass" } : {
@@ -132,7 +164,13 @@ function casesOf(run: JunitRun): Case[] {
       message: `plan rejected: ${p.error ?? "verification failed"}`,
       body: `policy ${p.policy} (phase ${p.phase}): ${p.error ?? "verification failed"}`,
     };
-    cases.push({ classname: `${exp}.plan`, name: p.policy, time: 0, outcome });
+    cases.push({
+      classname: `${exp}.plan`,
+      name: p.policy,
+      time: 0,
+      outcome,
+      properties: [["verified", String(p.verified)], ["phase", p.phase]],
+    });
   }
   for (const ph of s.phases) {
     let outcome: Outcome = { kind: "pass" };
@@ -149,8 +187,18 @@ function casesOf(run: JunitRun): Case[] {
     } else if (ph.status === "skipped") {
       outcome = { kind: "skipped", message: ph.message ?? "phase skipped" };
     }
-    const name = ph.cached ? `${ph.name} (cached)` : ph.name;
-    cases.push({ classname: `${exp}.phases`, name, time: ph.wall_s, outcome });
+    cases.push({
+      classname: `${exp}.phases`,
+      name: ph.name,
+      time: ph.wall_s,
+      outcome,
+      properties: [
+        ["role", ph.role],
+        ["status", ph.status],
+        ["cached", String(ph.cached)],
+        ...(ph.source_run ? [["source_run", ph.source_run] as [string, string]] : []),
+      ],
+    });
   }
   return cases;
 }
@@ -158,15 +206,28 @@ function casesOf(run: JunitRun): Case[] {
 function caseXml(c: Case): string {
   const open = `    <testcase classname="${xmlAttr(c.classname)}" name="${xmlAttr(c.name)}" time="${
     secondsAttr(c.time)
-  }"`;
-  const o = c.outcome;
-  if (o.kind === "pass") return `${open}/>`;
-  if (o.kind === "skipped") {
-    return `${open}>\n      <skipped message="${xmlAttr(o.message)}"/>\n    </testcase>`;
+  }">`;
+  const props = c.properties.filter(([, v]) => v !== "");
+  const inner: string[] = [];
+  if (props.length > 0) {
+    inner.push(
+      "      <properties>",
+      ...props.map(([k, v]) => `        <property name="${xmlAttr(k)}" value="${xmlAttr(v)}"/>`),
+      "      </properties>",
+    );
   }
-  return `${open}>\n      <${o.kind} message="${xmlAttr(o.message)}" type="${xmlAttr(o.type)}">${
-    xmlText(o.body)
-  }</${o.kind}>\n    </testcase>`;
+  const o = c.outcome;
+  if (o.kind === "skipped") inner.push(`      <skipped message="${xmlAttr(o.message)}"/>`);
+  if (o.kind === "failure" || o.kind === "error") {
+    inner.push(
+      `      <${o.kind} message="${xmlAttr(o.message)}" type="${xmlAttr(o.type)}">${
+        xmlText(o.body)
+      }</${o.kind}>`,
+    );
+  }
+  return inner.length === 0
+    ? `${open.slice(0, -1)}/>`
+    : `${open}\n${inner.join("\n")}\n    </testcase>`;
 }
 
 /** JUnit's timestamp form: `2026-11-29T10:15:00` (local-less ISO without zone). */

@@ -11,6 +11,8 @@ import { type LossTable, parseLossesCsv, type Series, seriesOf } from "../charts
 import { DEFAULT_MAX_POINTS } from "../charts/downsample.ts";
 import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
 import { stripAnsi, tailLines } from "./_format.ts";
+import { type PreviousRun, previousRun, readHistory } from "./history.ts";
+import { dirname } from "node:path";
 
 /** Lines of log kept for ERROR phases. */
 export const LOG_TAIL_LINES = 40;
@@ -31,6 +33,11 @@ export interface LoadedRun {
   series(phase: string, metric: string): Series;
   /** Log tail of a phase that did not end ok (summary's `log_tail`, else stderr/stdout tail). */
   logTail(phase: string): string;
+  /**
+   * The experiment's run before this one, from the results folder's `history.csv` (two levels
+   * up); null for a first run or a run folder moved out of its results folder.
+   */
+  previous: PreviousRun | null;
 }
 
 async function readTextOrNull(path: string): Promise<string | null> {
@@ -131,9 +138,12 @@ export async function loadRun(runDir: string): Promise<LoadedRun> {
     }
     tails.set(phase.name, stripAnsi(tailLines(tail, LOG_TAIL_LINES)));
   }
+  const history = await readHistory(dirname(dirname(runDir)));
+  const previous = previousRun(history, summary.experiment, summary.run_id, summary.started_at);
   return {
     runDir,
     summary,
+    previous,
     losses,
     logScale,
     maxPoints,

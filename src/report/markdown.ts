@@ -1,7 +1,11 @@
 /**
  * `report.md`: the GitHub-flavoured report a CI job posts as one pull-request comment. Its first
  * line is the verdict with experiment and run id; an invisible marker lets the job find and
- * update its own comment instead of adding a new one.
+ * update its own comment instead of adding a new one. Then, in order of what a reviewer needs:
+ * the root-cause card, the state checks, only the comparisons that differ (PASS counted in one
+ * line), one block per broken phase, and only the charts that carry information. With an image
+ * base URL every link is absolute, so the images render in the comment. The whole comment stays
+ * under GitHub's comment limit: lower sections give way first ({@link COMMENT_BUDGET}).
  *
  * @module
  */
@@ -15,7 +19,6 @@ import {
   diagnosticsTable,
   divergenceValues,
   erroredPhases,
-  failingComparisons,
   headline,
   noiseTable,
   phasesTable,
@@ -27,7 +30,8 @@ import {
 } from "./_tables.ts";
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
-import type { GoldenSummary, Verdict } from "../types/summary.ts";
+import type { ComparisonSummary, GoldenSummary, Verdict } from "../types/summary.ts";
+import { type Culprit, culprits } from "../parity/culprit.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */
 export function reportMarker(experiment: string): string {
@@ -55,19 +59,29 @@ export function mdText(text: string): string {
     .replace(/\r?\n/g, "<br>");
 }
 
-function mdCell(cell: Cell): string {
-  const link = (text: string, href: string) => `[${mdText(text)}](${encodeURI(href)})`;
+/** Turns a run-relative path into the link written in the report (absolute with a base URL). */
+export type LinkResolver = (relative: string) => string;
+
+const RELATIVE: LinkResolver = (rel) => encodeURI(rel);
+
+function mdCell(cell: Cell, resolve: LinkResolver): string {
+  const link = (text: string, href: string) => `[${mdText(text)}](${resolve(href)})`;
   let out = cell.href ? link(cell.text, cell.href) : mdText(cell.text);
   for (const more of cell.more ?? []) out += ` · ${link(more.text, more.href)}`;
   return cell.strong ? `**${out}**` : out;
 }
 
-/** Renders a table (or its `empty` sentence) as GitHub-flavoured Markdown. */
-export function mdTable(table: Table): string {
+/**
+ * Renders a table (or its `empty` sentence) as GitHub-flavoured Markdown; cell links go through
+ * `resolve` (relative by default).
+ */
+export function mdTable(table: Table, resolve: LinkResolver = RELATIVE): string {
   if (table.rows.length === 0) return `_${table.empty}_`;
   const head = `| ${table.headers.map(mdText).join(" | ")} |`;
   const rule = `|${table.numeric.map((n) => (n ? " ---: " : " --- ")).join("|")}|`;
-  const body = table.rows.map((row) => `| ${row.map(mdCell).join(" | ")} |`);
+  const body = table.rows.map((row) =>
+    `| ${row.map((cell) => mdCell(cell, resolve)).join(" | ")} |`
+  );
   return [head, rule, ...body].join("\n");
 }
 
@@ -88,6 +102,8 @@ export interface ChartLink {
   png: string;
   /** Comparison the chart belongs to. */
   comparison?: string;
+  /** False for a chart that shows nothing a reviewer needs (a flat-zero difference). */
+  informative: boolean;
 }
 
 /** Chart links for the charts written under `charts/`. */
@@ -97,7 +113,61 @@ export function chartLinks(charts: NamedChart[]): ChartLink[] {
     caption: ch.caption,
     png: `charts/${ch.name}.png`,
     comparison: ch.comparison,
+    informative: ch.informative,
   }));
+}
+
+/** GitHub rejects a comment body over 65,536 characters. */
+export const GITHUB_COMMENT_LIMIT = 65_536;
+
+/** What report.md may use: the limit less room for a CI job's own header or footer. */
+export const COMMENT_BUDGET = 60_000;
+
+/** Options of {@link renderMarkdown}. */
+export interface MarkdownOptions {
+  /**
+   * URL of the results folder as published by CI (`--image-base-url`): images and log links
+   * become `<url>/<experiment folder>/<run id>/<path>`, which render in a PR comment.
+   */
+  imageBaseUrl?: string;
+  /** Character budget (default {@link COMMENT_BUDGET}). */
+  budget?: number;
+}
+
+/**
+ * Why `url` cannot be an image base URL, or null when it can: it must be an absolute http(s) URL
+ * without credentials (they would be written into every report), query or fragment (paths are
+ * appended to it).
+ */
+export function imageBaseUrlProblem(url: string): string | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `--image-base-url: "${url}" is not an absolute URL (e.g. https://example.org/results/)`;
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
+    return `--image-base-url: ${parsed.protocol} URLs do not render in a pull request; use https`;
+  }
+  if (parsed.username !== "" || parsed.password !== "") {
+    return "--image-base-url: the URL carries credentials, which would be written into every report";
+  }
+  if (parsed.search !== "" || parsed.hash !== "") {
+    return "--image-base-url: the URL has a query or fragment; paths are appended to it";
+  }
+  return null;
+}
+
+/**
+ * The link resolver of a run: relative paths, or absolute URLs under `imageBaseUrl` (the results
+ * folder's URL; the run sits at `<experiment folder>/<run id>` below it).
+ */
+export function runLinkResolver(runDir: string, imageBaseUrl?: string): LinkResolver {
+  if (!imageBaseUrl) return RELATIVE;
+  const parts = runDir.replace(/\/+$/, "").split("/");
+  const runPath = parts.slice(-2).map(encodeURIComponent).join("/");
+  const base = imageBaseUrl.replace(/\/+$/, "");
+  return (rel) => `${base}/${runPath}/${encodeURI(rel)}`;
 }
 
 /** One line on the golden comparison (its rows are `golden~baseline` in the table above). */
@@ -109,85 +179,239 @@ function goldenLine(g: GoldenSummary): string {
     ` · ${mdText(g.reason)}`;
 }
 
+/** A section of the comment; `brief` replaces it when the comment would exceed its budget. */
+interface Section {
+  text: string;
+  /** Shorter stand-in (a line pointing at report.html); omitted sections are dropped last first. */
+  brief?: string;
+}
+
+/** The comparison that shows a culprit's divergence best: against a reference phase first. */
+function culpritComparison(
+  culprit: Culprit,
+  comparisons: ComparisonSummary[],
+): ComparisonSummary | undefined {
+  const mine = comparisons.filter((c) => culprit.comparisons.includes(c.name));
+  return mine.find((c) => c.b === culprit.phase && c.first_divergent_step === culprit.step) ??
+    mine[0];
+}
+
+function culpritBlock(
+  run: LoadedRun,
+  culprit: Culprit,
+  charts: ChartLink[],
+  resolve: LinkResolver,
+  open: boolean,
+): string {
+  const cmp = culpritComparison(culprit, run.summary.comparisons);
+  const where = culprit.step === null
+    ? "has no divergent step"
+    : `first diverges at step ${culprit.step}`;
+  const others = culprit.comparisons.filter((n) => n !== cmp?.name);
+  const summaryLine = `${escapeHtml(culprit.phase)} ${where}` +
+    (cmp ? ` (${escapeHtml(cmp.name)}, ${cmp.lane} lane)` : "");
+  const out = [open ? "<details open>" : "<details>", `<summary>${summaryLine}</summary>`, ""];
+  if (cmp?.reason) out.push(mdText(cmp.reason), "");
+  if (cmp && divergenceValues(run, cmp)) out.push(mdTable(detailTable(run, cmp), resolve), "");
+  if (others.length > 0) {
+    out.push(`Also blamed by: ${others.map(mdText).join(", ")}.`, "");
+  }
+  const chart = charts.find((ch) => ch.comparison === cmp?.name && ch.informative);
+  if (chart) out.push(`![${mdText(chart.caption)}](${resolve(chart.png)})`, "");
+  out.push("</details>");
+  return out.join("\n");
+}
+
+function passLine(run: LoadedRun): string {
+  const passed = run.summary.comparisons.filter((c) => c.verdict === "PASS");
+  if (passed.length === 0) return "";
+  const names = passed.map((c) => mdText(c.name)).join(", ");
+  const label = `${verdictLabel("PASS")}: ${passed.length} comparison${
+    passed.length === 1 ? "" : "s"
+  }`;
+  // A few names read inline; a long list folds away.
+  return passed.length <= 4
+    ? `${label} (${names}).`
+    : `<details><summary>${label}</summary>\n\n${names}\n\n</details>`;
+}
+
+function stateSection(run: LoadedRun, resolve: LinkResolver): Section {
+  const checks = run.summary.state_checks;
+  const passed = checks.filter((c) => c.available && c.verdict === "PASS");
+  const missing = checks.filter((c) => !c.available).length;
+  const notes = [
+    passed.length > 0
+      ? `${verdictLabel("PASS")}: ${passed.map((c) => mdText(c.phase)).join(", ")} restored ` +
+        "every compared component."
+      : "",
+    missing > 0 ? `_${missing} resume${missing === 1 ? "" : "s"} emitted no digests._` : "",
+  ].filter((line) => line !== "").join(" ");
+  const bad = stateTable(run, "differing");
+  if (bad.rows.length === 0) {
+    return { text: checks.length === 0 ? "" : `**State checks:** ${notes}` };
+  }
+  return { text: `### ${bad.title}\n\n${mdTable(bad, resolve)}${notes ? `\n\n${notes}` : ""}` };
+}
+
+/** The sections of the comment in reading order. */
+function sections(
+  run: LoadedRun,
+  charts: ChartLink[],
+  existingFiles: Set<string>,
+  resolve: LinkResolver,
+): Section[] {
+  const s = run.summary;
+  const out: Section[] = [];
+  out.push({
+    text: `${verdictLine(s.experiment, s.run_id, s.verdict)}\n${reportMarker(s.experiment)}`,
+  });
+  // The root-cause card first: what happened and what to try, before any table.
+  // Backticks would be escaped to literal marks; the card reads better without them.
+  const plain = (text: string) => mdText(text.replace(/`/g, ""));
+  for (const entry of rootCauseCard(s)) {
+    const lines = [
+      `> **${mdText(entry.label)}** — ${plain(entry.title)}`,
+      "> ",
+      `> **Next:** ${plain(entry.next)}`,
+      ...entry.evidence.map((line) => `> - ${mdText(line)}`),
+    ];
+    if (entry.logTail) {
+      lines.push(
+        "> ",
+        ...codeBlock(entry.logTail).split("\n").map((l) => `> ${l}`),
+      );
+    }
+    out.push({ text: lines.join("\n") });
+  }
+  const previous = run.previous
+    ? ` · last run ${mdText(run.previous.run_id)}: ${mdText(run.previous.verdict)}`
+    : "";
+  out.push({ text: mdText(headline(run)) + previous });
+  out.push(stateSection(run, resolve));
+  const differs = comparisonsTable(run, "differing");
+  const pass = passLine(run);
+  out.push({
+    text: differs.rows.length === 0
+      ? pass
+      : `### ${differs.title}\n\n${mdTable(differs, resolve)}${pass ? `\n\n${pass}` : ""}`,
+  });
+  if (s.golden) out.push({ text: goldenLine(s.golden) });
+  const broken = culprits(s);
+  if (broken.length > 0) {
+    const blocks = broken.map((c, i) => culpritBlock(run, c, charts, resolve, i === 0));
+    out.push({
+      text: `### Where it diverged\n\n${blocks.join("\n\n")}`,
+      brief: `### Where it diverged\n\n${
+        broken.map((c) => `- ${mdText(c.phase)} at step ${c.step ?? "?"}`).join("\n")
+      }`,
+    });
+  }
+  const unjudged = unjudgedComparisons(run);
+  if (unjudged.length > 0) {
+    out.push({
+      text: [
+        "<details>",
+        `<summary>${escapeHtml(unjudgedTitle(unjudged.length))}</summary>`,
+        "",
+        ...unjudged.map((cmp) =>
+          `- ${mdText(cmp.name)}: ${mdText(cmp.reason ?? "no values to compare")}`
+        ),
+        "",
+        "</details>",
+      ].join("\n"),
+    });
+  }
+  for (const phase of erroredPhases(run)) {
+    const tail = run.logTail(phase.name);
+    out.push({
+      text: [
+        "<details>",
+        `<summary>${verdictLabel("ERROR")} ${escapeHtml(phase.name)} log tail (${phase.status}${
+          phase.exit_code !== null ? `, exit ${phase.exit_code}` : ""
+        })</summary>`,
+        "",
+        codeBlock(tail === "" ? "(no log output)" : tail),
+        "",
+        "</details>",
+      ].join("\n"),
+      brief: `_${mdText(phase.name)} log tail: see report.html._`,
+    });
+  }
+  // Only charts that carry information; per-comparison charts sit in their culprit's block.
+  const shown = charts.filter((ch) => ch.informative && ch.comparison === undefined);
+  if (shown.length > 0) {
+    out.push({
+      text: ["### Charts", ...shown.map((ch) => `![${mdText(ch.caption)}](${resolve(ch.png)})`)]
+        .join("\n\n"),
+      brief: "_Charts: see report.html._",
+    });
+  }
+  for (const table of [planTable(run), noiseTable(run), diagnosticsTable(run)]) {
+    if (table.rows.length === 0) continue;
+    out.push({
+      text: `### ${table.title}\n\n${mdTable(table, resolve)}`,
+      brief: `_${table.title}: see report.html._`,
+    });
+  }
+  const phases = phasesTable(run, existingFiles);
+  const cached = s.phases.filter((p) => p.cached).length;
+  out.push({
+    text: `<details><summary>${
+      escapeHtml(
+        `${phases.title}: ${s.phases.length}, ${
+          erroredPhases(run).length
+        } failed, ${cached} cached`,
+      )
+    }</summary>\n\n${mdTable(phases, resolve)}\n\n</details>`,
+    brief: `_${phases.title}: see report.html._`,
+  });
+  out.push({
+    text: `<sub>parity harness ${
+      mdText(s.harness_version ?? "")
+    } · interactive charts: [report.html](${
+      resolve("report.html")
+    }) · machine-readable: [summary.json](${resolve("summary.json")}), [junit.xml](${
+      resolve("junit.xml")
+    })</sub>`,
+  });
+  return out;
+}
+
+/**
+ * Joins sections within `budget` characters: sections with a `brief` give way from the last one
+ * up; if that is still too long, the text is cut at a line boundary with a note.
+ */
+export function fitComment(parts: { text: string; brief?: string }[], budget: number): string {
+  const texts = parts.map((p) => p.text);
+  const join = () => texts.filter((t) => t !== "").join("\n\n") + "\n";
+  for (let i = parts.length - 1; i >= 0 && join().length > budget; i--) {
+    const brief = parts[i].brief;
+    if (brief !== undefined) texts[i] = brief;
+  }
+  const whole = join();
+  if (whole.length <= budget) return whole;
+  const note = "\n\n_Cut to fit a pull-request comment; the full report is report.html._\n";
+  const cut = whole.slice(0, budget - note.length);
+  return cut.slice(0, Math.max(0, cut.lastIndexOf("\n"))) + note;
+}
+
 /**
  * Renders `report.md` for a loaded run.
  *
  * @param run The run.
  * @param charts Charts written under `<run>/charts/`.
  * @param existingFiles Run-relative paths that exist (log links are shown only for these).
+ * @param options Image base URL and budget.
  */
 export function renderMarkdown(
   run: LoadedRun,
   charts: ChartLink[],
   existingFiles: Set<string>,
+  options: MarkdownOptions = {},
 ): string {
-  const s = run.summary;
-  const out: string[] = [];
-  out.push(verdictLine(s.experiment, s.run_id, s.verdict));
-  out.push(reportMarker(s.experiment));
-  out.push("");
-  // The root-cause card first: what happened and what to try, before any table.
-  // Backticks would be escaped to literal marks; the card reads better without them.
-  const plain = (text: string) => mdText(text.replace(/`/g, ""));
-  for (const entry of rootCauseCard(s)) {
-    out.push(`> **${mdText(entry.label)}** — ${plain(entry.title)}`);
-    out.push(`> `, `> **Next:** ${plain(entry.next)}`);
-    for (const line of entry.evidence) out.push(`> - ${mdText(line)}`);
-    if (entry.logTail) {
-      out.push("> ", ...codeBlock(entry.logTail).split("\n").map((l) => `> ${l}`));
-    }
-    out.push("");
-  }
-  out.push(mdText(headline(run)));
-  out.push("");
-  out.push(`### ${comparisonsTable(run).title}`, "", mdTable(comparisonsTable(run)), "");
-  if (s.golden) out.push(goldenLine(s.golden), "");
-  for (const cmp of failingComparisons(run)) {
-    const d = divergenceValues(run, cmp);
-    const summaryLine = d
-      ? `${verdictLabel(cmp.verdict)} ${escapeHtml(cmp.name)}: first divergence at step ${d.step}`
-      : `${verdictLabel(cmp.verdict)} ${escapeHtml(cmp.name)}: ${
-        escapeHtml(cmp.reason ?? "no divergent step")
-      }`;
-    out.push("<details>", `<summary>${summaryLine}</summary>`, "");
-    if (cmp.reason) out.push(mdText(cmp.reason), "");
-    if (d) out.push(mdTable(detailTable(run, cmp)), "");
-    const chart = charts.find((ch) => ch.comparison === cmp.name);
-    if (chart) out.push(`![${mdText(chart.caption)}](${encodeURI(chart.png)})`, "");
-    out.push("</details>", "");
-  }
-  const unjudged = unjudgedComparisons(run);
-  if (unjudged.length > 0) {
-    out.push("<details>", `<summary>${escapeHtml(unjudgedTitle(unjudged.length))}</summary>`, "");
-    for (const cmp of unjudged) {
-      out.push(`- ${mdText(cmp.name)}: ${mdText(cmp.reason ?? "no values to compare")}`);
-    }
-    out.push("", "</details>", "");
-  }
-  for (const table of [stateTable(run), planTable(run), noiseTable(run), diagnosticsTable(run)]) {
-    out.push(`### ${table.title}`, "", mdTable(table), "");
-  }
-  const phases = phasesTable(run, existingFiles);
-  out.push(`### ${phases.title}`, "", mdTable(phases), "");
-  for (const phase of erroredPhases(run)) {
-    const tail = run.logTail(phase.name);
-    out.push(
-      "<details>",
-      `<summary>💥 ${escapeHtml(phase.name)} log tail (${phase.status}${
-        phase.exit_code !== null ? `, exit ${phase.exit_code}` : ""
-      })</summary>`,
-      "",
-    );
-    out.push(codeBlock(tail === "" ? "(no log output)" : tail), "", "</details>", "");
-  }
-  if (charts.length > 0) {
-    out.push("### Charts", "");
-    for (const ch of charts) out.push(`![${mdText(ch.caption)}](${encodeURI(ch.png)})`, "");
-  }
-  out.push(
-    `<sub>parity harness ${
-      mdText(s.harness_version ?? "")
-    } · interactive charts: report.html · machine-readable: summary.json, junit.xml</sub>`,
+  const resolve = runLinkResolver(run.runDir, options.imageBaseUrl);
+  return fitComment(
+    sections(run, charts, existingFiles, resolve),
+    options.budget ?? COMMENT_BUDGET,
   );
-  return out.join("\n") + "\n";
 }

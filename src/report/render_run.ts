@@ -12,18 +12,7 @@ import { renderHtml } from "./html.ts";
 import { renderJunit } from "./junit.ts";
 import { type LoadedRun, loadRun } from "./load_run.ts";
 import { chartLinks, renderMarkdown } from "./markdown.ts";
-
-/** Writes `text` to `path` through a temporary file, so a reader never sees half a report. */
-async function writeAtomic(path: string, text: string): Promise<void> {
-  const tmp = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  try {
-    await Deno.writeTextFile(tmp, text);
-    await Deno.rename(tmp, path);
-  } catch (error) {
-    await Deno.remove(tmp).catch(() => {});
-    throw error;
-  }
-}
+import { writeTextAtomic } from "./_write.ts";
 
 async function exists(path: string): Promise<boolean> {
   try {
@@ -76,6 +65,8 @@ export function runCharts(run: LoadedRun): NamedChart[] {
 export interface RenderRunOptions {
   /** An earlier run folder whose identical charts may be copied instead of rendered. */
   reuseFrom?: string;
+  /** The results folder's published URL: report.md links become absolute (docs/reports.md). */
+  imageBaseUrl?: string;
 }
 
 /**
@@ -84,7 +75,7 @@ export interface RenderRunOptions {
  * Does not touch `history.csv` (re-rendering must not add history rows).
  *
  * @param runDir `<results>/<experiment>/<run-id>`.
- * @param options Where identical charts may be reused from.
+ * @param options Where identical charts may be reused from; the image base URL.
  */
 export async function renderRun(runDir: string, options: RenderRunOptions = {}): Promise<void> {
   const run = await loadRun(runDir);
@@ -94,9 +85,14 @@ export async function renderRun(runDir: string, options: RenderRunOptions = {}):
   for (const chart of charts) await writeChart(chartDir, chart.name, chart.spec, { reuseFrom });
   await pruneCharts(chartDir, new Set(charts.map((c) => c.name)));
   const files = await existingLogs(run);
-  await writeAtomic(`${runDir}/report.md`, renderMarkdown(run, chartLinks(charts), files));
-  await writeAtomic(`${runDir}/report.html`, await renderHtml(run, charts, files));
-  await writeAtomic(`${runDir}/junit.xml`, renderJunit([run]));
+  await writeTextAtomic(
+    `${runDir}/report.md`,
+    renderMarkdown(run, chartLinks(charts), files, {
+      imageBaseUrl: options.imageBaseUrl,
+    }),
+  );
+  await writeTextAtomic(`${runDir}/report.html`, await renderHtml(run, charts, files));
+  await writeTextAtomic(`${runDir}/junit.xml`, renderJunit([run]));
 }
 
 /**

@@ -1,17 +1,22 @@
 /**
  * The nightly suite index: after several experiment files run, `<results>/suite-<time>/index.md`
- * and `index.html` list one row per experiment, worst verdict first, linking each run's reports.
+ * and `index.html` list one row per experiment, worst verdict first, with its root cause, what
+ * changed since the experiment's last run (`NEW` when it passed last time) and links to its
+ * reports and to the history trend. index.md stays within a pull-request comment's limit.
  *
  * @module
  */
 
 import { relative } from "node:path";
 import { type RunSummary, VERDICT_RANK } from "../types/summary.ts";
+import { culprits } from "../parity/culprit.ts";
 import { seconds } from "../format/numbers.ts";
 import { escapeHtml, verdictLabel } from "./_format.ts";
 import { renderJunit } from "./junit.ts";
-import { REPORT_CSS } from "./html.ts";
-import { mdText } from "./markdown.ts";
+import { badge, htmlPage } from "./_page.ts";
+import { type HistoryRow, previousRun, readHistory, renderHistoryView } from "./history.ts";
+import { COMMENT_BUDGET, fitComment, mdText, runLinkResolver } from "./markdown.ts";
+import { writeTextAtomic } from "./_write.ts";
 
 /** One experiment of a suite. */
 export interface SuiteEntry {
@@ -36,34 +41,67 @@ export function sortSuite(entries: SuiteEntry[]): SuiteEntry[] {
   );
 }
 
+/** How an experiment's verdict compares with its last run. */
+export interface SuiteChange {
+  /** Text for the "vs last run" column (`new FAIL`, `fixed`, `still FAIL`, …). */
+  text: string;
+  /** True when it passed last time and does not now: the marker reviewers look for. */
+  isNew: boolean;
+}
+
+/**
+ * The change of one experiment since its previous run in `history` (rows of this run and later
+ * ones are not "previous").
+ */
+export function suiteChange(summary: RunSummary, history: HistoryRow[]): SuiteChange {
+  const previous = previousRun(history, summary.experiment, summary.run_id, summary.started_at);
+  if (previous === null) return { text: "first run", isNew: summary.verdict !== "PASS" };
+  const now = summary.verdict;
+  if (previous.verdict === now) {
+    if (now === "PASS") return { text: "unchanged", isNew: false };
+    const cause = summary.findings?.[0]?.code ?? "";
+    const changed = cause !== previous.cause && previous.cause !== "" ? " (cause changed)" : "";
+    return { text: `still ${now}${changed}`, isNew: false };
+  }
+  if (now === "PASS") return { text: `fixed (was ${previous.verdict})`, isNew: false };
+  return { text: `new ${now} (was ${previous.verdict})`, isNew: previous.verdict === "PASS" };
+}
+
 interface Row {
   verdict: RunSummary["verdict"];
   experiment: string;
-  runId: string;
-  comparisons: string;
+  change: SuiteChange;
+  cause: string;
   divergence: string;
+  comparisons: string;
   wall: string;
   links: { text: string; href: string }[];
 }
 
-function rowsOf(suiteDir: string, entries: SuiteEntry[]): Row[] {
+function rowsOf(
+  suiteDir: string,
+  entries: SuiteEntry[],
+  history: HistoryRow[],
+  imageBaseUrl?: string,
+): Row[] {
   return sortSuite(entries).map((e) => {
     const s = e.summary;
     const bad = s.comparisons.filter((c) => c.verdict !== "PASS").length;
-    const first = s.comparisons.find((c) => c.first_divergent_step !== null);
+    const broken = culprits(s);
     const rel = relative(suiteDir, e.runDir).split("\\").join("/");
+    const resolve = runLinkResolver(e.runDir, imageBaseUrl);
+    const href = (file: string) => (imageBaseUrl ? resolve(file) : encodeURI(`${rel}/${file}`));
     return {
       verdict: s.verdict,
       experiment: e.experiment,
-      runId: s.run_id,
+      change: suiteChange(s, history),
+      cause: s.findings?.[0]?.code ?? "—",
+      divergence: broken.length > 0
+        ? broken.map((c) => `${c.phase} @ ${c.step ?? "?"}`).join(", ")
+        : "—",
       comparisons: `${s.comparisons.length - bad}/${s.comparisons.length} pass`,
-      divergence: first ? `${first.name} @ ${first.first_divergent_step}` : "—",
       wall: seconds(s.wall_s),
-      links: [
-        { text: "report.md", href: `${rel}/report.md` },
-        { text: "report.html", href: `${rel}/report.html` },
-        { text: "junit.xml", href: `${rel}/junit.xml` },
-      ],
+      links: ["report.md", "report.html", "junit.xml"].map((f) => ({ text: f, href: href(f) })),
     };
   });
 }
@@ -72,86 +110,127 @@ function worst(entries: SuiteEntry[]): RunSummary["verdict"] {
   return sortSuite(entries)[0]?.summary.verdict ?? "PASS";
 }
 
-/** The suite index as Markdown. */
-export function suiteMarkdown(suiteDir: string, entries: SuiteEntry[], time: string): string {
-  const rows = rowsOf(suiteDir, entries);
-  const lines = [
-    `## ${verdictLabel(worst(entries))} — parity suite · ${time}`,
-    "",
-    `${entries.length} experiment${entries.length === 1 ? "" : "s"}, worst verdict first.`,
-    "",
-    "| verdict | experiment | run | comparisons | first divergence | wall time | reports |",
-    "| --- | --- | --- | --- | --- | ---: | --- |",
-    ...rows.map((r) =>
-      `| ${verdictLabel(r.verdict)} | ${mdText(r.experiment)} | ${
-        mdText(r.runId)
-      } | ${r.comparisons} | ` +
-      `${mdText(r.divergence)} | ${r.wall} | ${
-        r.links.map((l) => `[${l.text}](${encodeURI(l.href)})`).join(" · ")
-      } |`
-    ),
-  ];
-  return lines.join("\n") + "\n";
+/** What the index pages link to besides the runs. */
+interface SuiteLinks {
+  /** The history trend page relative to the suite folder, when rendered. */
+  trend?: string;
 }
 
-/** The suite index as a small self-contained HTML page. */
-export function suiteHtml(suiteDir: string, entries: SuiteEntry[], time: string): string {
-  const rows = rowsOf(suiteDir, entries);
-  const title = `${verdictLabel(worst(entries))} — parity suite · ${time}`;
+/** The suite index as Markdown, within {@link COMMENT_BUDGET}: PASS rows fold into one line. */
+function suiteMarkdown(
+  rows: Row[],
+  entries: SuiteEntry[],
+  time: string,
+  links: SuiteLinks = {},
+): string {
+  const failing = rows.filter((r) => r.verdict !== "PASS");
+  const passing = rows.filter((r) => r.verdict === "PASS");
+  const fresh = failing.filter((r) => r.change.isNew).length;
+  const line = (r: Row) =>
+    `| ${verdictLabel(r.verdict)} | ${mdText(r.experiment)} | ${
+      r.change.isNew ? `**🆕 ${mdText(r.change.text)}**` : mdText(r.change.text)
+    } | ${mdText(r.cause)} | ${mdText(r.divergence)} | ${r.comparisons} | ${r.wall} | ${
+      r.links.map((l) => `[${l.text}](${l.href})`).join(" · ")
+    } |`;
+  const head = [
+    `## ${verdictLabel(worst(entries))} — parity suite · ${time}`,
+    "",
+    `${entries.length} experiment${entries.length === 1 ? "" : "s"}: ${failing.length} not PASS` +
+    (fresh > 0 ? `, ${fresh} new since the last run` : "") +
+    (links.trend ? ` · [history trend](${encodeURI(links.trend)})` : ""),
+  ].join("\n");
+  const table = failing.length === 0 ? "" : [
+    "| verdict | experiment | vs last run | cause | diverged | comparisons | wall time | reports |",
+    "| --- | --- | --- | --- | --- | ---: | ---: | --- |",
+    ...failing.map(line),
+  ].join("\n");
+  const pass = passing.length === 0
+    ? ""
+    : `<details><summary>${verdictLabel("PASS")}: ${passing.length} experiment${
+      passing.length === 1 ? "" : "s"
+    }</summary>\n\n${
+      passing.map((r) => `[${mdText(r.experiment)}](${r.links[0].href})`).join(", ")
+    }\n\n</details>`;
+  return fitComment([
+    { text: head },
+    { text: table },
+    { text: pass, brief: `${verdictLabel("PASS")}: ${passing.length} experiments (index.html).` },
+  ], COMMENT_BUDGET);
+}
+
+/** The suite index as a self-contained HTML page (no charts, so no bundles). */
+async function suiteHtml(
+  rows: Row[],
+  entries: SuiteEntry[],
+  time: string,
+  links: SuiteLinks = {},
+): Promise<string> {
+  const title = `${worst(entries)} — parity suite · ${time}`;
   const body = rows.map((r) =>
-    `<tr data-verdict="${r.verdict}"><td>${escapeHtml(verdictLabel(r.verdict))}</td><td>${
+    `<tr data-verdict="${r.verdict}"><td>${badge(r.verdict)}</td><td>${
       escapeHtml(r.experiment)
     }</td>` +
-    `<td>${escapeHtml(r.runId)}</td><td>${escapeHtml(r.comparisons)}</td><td>${
-      escapeHtml(r.divergence)
-    }</td>` +
-    `<td class="num">${escapeHtml(r.wall)}</td><td>${
-      r.links.map((l) => `<a href="${escapeHtml(encodeURI(l.href))}">${escapeHtml(l.text)}</a>`)
-        .join(" · ")
+    `<td>${r.change.isNew ? '<span class="new">NEW</span> ' : ""}${
+      escapeHtml(r.change.text)
+    }</td><td>${escapeHtml(r.cause)}</td><td>${escapeHtml(r.divergence)}</td>` +
+    `<td>${escapeHtml(r.comparisons)}</td><td class="num">${escapeHtml(r.wall)}</td><td>${
+      r.links.map((l) => `<a href="${escapeHtml(l.href)}">${escapeHtml(l.text)}</a>`).join(" · ")
     }</td></tr>`
   ).join("\n");
-  return `<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>${
-    escapeHtml(title)
-  }</title><style>${REPORT_CSS}</style></head>
-<body><h1>${escapeHtml(title)}</h1>
-<table id="suite"><thead><tr><th>verdict</th><th>experiment</th><th>run</th><th>comparisons</th><th>first divergence</th><th>wall time</th><th>reports</th></tr></thead>
-<tbody>
-${body}
-</tbody></table></body></html>
-`;
+  return await htmlPage(title, [
+    `<h1>${badge(worst(entries))} ${escapeHtml(`parity suite · ${time}`)}</h1>`,
+    links.trend
+      ? `<p class="toc"><a href="${escapeHtml(encodeURI(links.trend))}">history trend</a></p>`
+      : "",
+    `<table id="suite"><thead><tr><th>verdict</th><th>experiment</th><th>vs last run</th>` +
+    `<th>cause</th><th>diverged</th><th>comparisons</th><th>wall time</th><th>reports</th>` +
+    `</tr></thead>\n<tbody>\n${body}\n</tbody></table>`,
+  ], false);
+}
+
+/** Options of {@link writeSuiteIndex}. */
+export interface SuiteOptions {
+  /** Suite time (defaults to now); a same-second suite gets a `-2`, `-3` suffix. */
+  now?: Date;
+  /** The results folder's published URL: report links in index.md become absolute. */
+  imageBaseUrl?: string;
 }
 
 /**
  * Writes `<resultsDir>/suite-<time>/index.md`, `index.html` and `junit.xml` (one testsuite per
- * experiment).
+ * experiment), and refreshes the history trend (`<resultsDir>/history/index.html`) they link to.
  *
  * @param resultsDir The results folder.
  * @param entries One entry per experiment run.
- * @param now Suite time (defaults to now); a same-second suite gets a `-2`, `-3` suffix.
+ * @param options Suite time and image base URL.
  * @returns The path of `index.md` (its folder also holds `index.html` and `junit.xml`).
  */
 export async function writeSuiteIndex(
   resultsDir: string,
   entries: SuiteEntry[],
-  now: Date = new Date(),
+  options: SuiteOptions = {},
 ): Promise<string> {
-  const time = compactUtc(now);
+  const time = compactUtc(options.now ?? new Date());
+  const root = resultsDir.replace(/\/+$/, "");
   await Deno.mkdir(resultsDir, { recursive: true });
-  let dir = `${resultsDir.replace(/\/+$/, "")}/suite-${time}`;
+  let dir = `${root}/suite-${time}`;
   for (let k = 2;; k++) {
     try {
       await Deno.mkdir(dir);
       break;
     } catch (error) {
       if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
-      dir = `${resultsDir.replace(/\/+$/, "")}/suite-${time}-${k}`;
+      dir = `${root}/suite-${time}-${k}`;
     }
   }
-  await Deno.writeTextFile(`${dir}/index.md`, suiteMarkdown(dir, entries, time));
-  await Deno.writeTextFile(`${dir}/index.html`, suiteHtml(dir, entries, time));
+  const history = await readHistory(root);
+  const trend = await renderHistoryView(root);
+  const links: SuiteLinks = trend ? { trend: relative(dir, trend.html) } : {};
+  const rows = rowsOf(dir, entries, history, options.imageBaseUrl);
+  await writeTextAtomic(`${dir}/index.md`, suiteMarkdown(rows, entries, time, links));
+  await writeTextAtomic(`${dir}/index.html`, await suiteHtml(rows, entries, time, links));
   // One JUnit file for the whole suite, so a CI dashboard reads every experiment at once.
-  await Deno.writeTextFile(
+  await writeTextAtomic(
     `${dir}/junit.xml`,
     renderJunit(entries.map((e) => ({ summary: e.summary })), `parity suite ${time}`),
   );
