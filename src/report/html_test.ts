@@ -1,37 +1,16 @@
 /// <reference lib="dom" />
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { launchChromium } from "../../test/_testing/chromium.ts";
 import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
 import { renderRun } from "./render_run.ts";
 import { htmlTable, scriptJson, scriptText } from "./html.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const TEST_OUTPUT = new URL("../../test_output/", import.meta.url);
 
-async function requireChromium(): Promise<void> {
-  try {
-    await Deno.stat(CHROMIUM);
-  } catch {
-    throw new Error(
-      `Chromium is required for the report.html test but ${CHROMIUM} is missing: ` +
-        "install it with `apt-get update && apt-get install -y chromium`",
-    );
-  }
-}
-
 Deno.test("renderHtml() report opens offline in Chromium with every chart rendered", async () => {
-  await requireChromium();
+  // Debian's chromium, else the npm-shipped one; PARITY_CHROMIUM=system|npm|<path> forces one.
+  const browser = await launchChromium();
   const tmp = await Deno.makeTempDir({ prefix: "parity_html_" });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
   try {
     const { runDir } = await makeFixtureRun(tmp, { verdict: "FAIL", noisyRepeats: true });
     await renderRun(runDir);
