@@ -31,6 +31,12 @@ export interface TrendPoint {
   max_abs: number | null;
   /** First divergent step, null when none. */
   first_divergent_step: number | null;
+  /** Max ULP distance in the series' own precision, null when not measured. */
+  max_ulp: number | null;
+  /** Precision of `max_ulp`. */
+  ulp_unit: "f32" | "f64" | null;
+  /** The run's report, relative to the chart; null when unknown. */
+  href: string | null;
 }
 
 /**

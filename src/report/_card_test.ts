@@ -34,7 +34,7 @@ Deno.test("reports open with the root-cause card: report.md, report.html and jun
     assert.match(md.slice(4, 8).join("\n"), /\*\*Next:\*\* Inspect .* checkpoint.load\\_universal/);
     const html = await Deno.readTextFile(join(fixture.runDir, "report.html"));
     const card = html.indexOf('data-code="cause-converter"');
-    assert.ok(card > 0 && card < html.indexOf("<h2>Comparisons"), "card before the tables");
+    assert.ok(card > 0 && card < html.indexOf('<h2 id="state">'), "card before the tables");
     const xml = renderJunit([{ summary }]);
     assert.match(xml, /<property name="root_cause" value="cause-converter: Native resumes/);
     assert.match(xml, /<system-out>❌ FAIL · cause-converter: Native .*\nnext: Inspect/);

@@ -399,11 +399,9 @@ export function unjudgedComparisons(run: LoadedRun): ComparisonSummary[] {
   );
 }
 
-/** Summary line of the block listing {@link unjudgedComparisons}. */
+/** Summary line of the block listing {@link unjudgedComparisons} (after an ERROR mark). */
 export function unjudgedTitle(count: number): string {
-  return `${verdictLabel("ERROR")}: ${count} comparison${
-    count === 1 ? "" : "s"
-  } could not be judged`;
+  return `${count} comparison${count === 1 ? "" : "s"} could not be judged`;
 }
 
 /** Phases that did not end ok or skipped: their logs are shown. */

@@ -111,7 +111,9 @@ const RULES: Record<string, Rule> = {
   testcase: {
     required: ["name"],
     optional: ["classname", "time", "assertions", "status", "file", "line"],
-    children: ["skipped", "error", "failure", "system-out", "system-err"],
+    // Per-test properties, first child: read by Jenkins' JUnit plugin and GitLab, written by
+    // pytest's record_property (the Ant schema lists properties on suites only).
+    children: ["properties", "skipped", "error", "failure", "system-out", "system-err"],
   },
   failure: { required: [], optional: ["message", "type"], children: [] },
   error: { required: [], optional: ["message", "type"], children: [] },
@@ -150,10 +152,8 @@ function checkElement(el: XmlElement, path: string, problems: string[]): void {
   if (rule.children.length === 0 && el.children.length > 0) {
     problems.push(`${path}: must not have children`);
   }
-  if (el.name === "testsuite") {
-    const props = el.children.findIndex((c) => c.name === "properties");
-    const firstCase = el.children.findIndex((c) => c.name === "testcase");
-    if (props > 0 || (props >= 0 && firstCase >= 0 && props > firstCase)) {
+  if (el.name === "testsuite" || el.name === "testcase") {
+    if (el.children.findIndex((c) => c.name === "properties") > 0) {
       problems.push(`${path}: <properties> must come first`);
     }
     if (el.children.filter((c) => c.name === "properties").length > 1) {

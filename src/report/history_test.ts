@@ -65,8 +65,34 @@ Deno.test("appendHistory() refuses to append to a file with another header", asy
   const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
   try {
     const [pass] = await twoRuns(tmp);
-    await Deno.writeTextFile(`${tmp}/history.csv`, "time,experiment\n");
+    await Deno.writeTextFile(`${tmp}/history.csv`, "time,run,experiment\n");
     await assert.rejects(appendHistory(tmp, pass), /unexpected header/);
+    assert.equal(await Deno.readTextFile(`${tmp}/history.csv`), "time,run,experiment\n");
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("appendHistory() migrates a file written before columns were appended, losing no row", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
+  try {
+    const [pass, fail] = await twoRuns(tmp);
+    const old = HISTORY_COLUMNS.slice(0, 11);
+    const row =
+      "2026-11-27T02:00:41Z,quickstart,r0,abc,PASS,baseline~resume-native,loss,exact,PASS,0,";
+    await Deno.writeTextFile(`${tmp}/history.csv`, `${old.join(",")}\n${row}\n`);
+    await appendHistory(tmp, pass);
+    await appendHistory(tmp, fail, `${tmp}/quickstart/${fail.run_id}`);
+    const rows = await readHistory(tmp);
+    assert.equal(
+      (await Deno.readTextFile(`${tmp}/history.csv`)).split("\n")[0],
+      HISTORY_COLUMNS.join(","),
+    );
+    assert.equal(rows.length, 1 + pass.comparisons.length + fail.comparisons.length);
+    assert.deepEqual([rows[0].run_id, rows[0].max_abs, rows[0].max_ulp], ["r0", "0", ""]);
+    const last = rows.at(-1)!;
+    assert.equal(last.run_path, `quickstart/${fail.run_id}`);
+    assert.equal(trendPoints([last])[0].href, `../quickstart/${fail.run_id}/report.html`);
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }
@@ -87,7 +113,16 @@ Deno.test("parity history renders the trend chart and prints a Markdown table, n
     assert.equal(rows.length, pass.comparisons.length + fail.comparisons.length);
     assert.ok(rows[0].includes(fail.run_id), "newest run first");
     assert.ok(rows.every((r) => !r.includes("| other |")), "filtered by experiment");
-    assert.ok(out.includes("| baseline~resume-universal | exact | ❌ FAIL | 0.082 | 21 |"), out);
+    assert.ok(
+      out.includes("| baseline~resume-universal | exact | ❌ FAIL | 0.082 | ") &&
+        /\| ❌ FAIL \| 0\.082 \| [^|]+ULP[^|]+\| 21 \|/.test(out),
+      out,
+    );
+    // Paths are printed as paths, not as a Markdown image of a local file.
+    assert.doesNotMatch(out, /!\[/);
+    assert.match(out, new RegExp(`trend: ${tmp}/history/index\\.html`));
+    const page = await Deno.readTextFile(`${tmp}/history/index.html`);
+    assert.match(page, /<table id="table-history">/);
     const png = decodePng(await Deno.readFile(`${tmp}/history/history-trend.png`));
     assert.ok(png.width > 1000);
     const spec = JSON.parse(await Deno.readTextFile(`${tmp}/history/history-trend.vl.json`));

@@ -100,7 +100,11 @@ function divergedHtml(run: LoadedRun): string {
   }
   const unjudged = unjudgedComparisons(run);
   if (unjudged.length > 0) {
-    parts.push(`<details><summary>${escapeHtml(unjudgedTitle(unjudged.length))}</summary><ul>`);
+    parts.push(
+      `<details><summary>${badge("ERROR")} ${
+        escapeHtml(unjudgedTitle(unjudged.length))
+      }</summary><ul>`,
+    );
     for (const cmp of unjudged) {
       parts.push(`<li>${escapeHtml(`${cmp.name}: ${cmp.reason ?? "no values to compare"}`)}</li>`);
     }

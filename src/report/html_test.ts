@@ -44,7 +44,16 @@ Deno.test("renderHtml() report opens offline in Chromium with every chart render
         marks: node.querySelectorAll("svg path, svg line, svg rect").length,
       })),
       verdict: document.getElementById("verdict")?.textContent ?? "",
+      verdictColour: getComputedStyle(document.querySelector("#verdict .v")!).backgroundColor,
       divergentRow: document.querySelector("tr.strong")?.textContent ?? "",
+      text: document.body.innerText,
+      toc: [...document.querySelectorAll("nav.toc a")].map((a) => a.getAttribute("href")!),
+      ids: [...document.querySelectorAll("[id]")].map((e) => e.id),
+      firstSection: document.querySelector("h2")?.id ?? "",
+      cardBeforeToc: (document.querySelector(".card") === null) ||
+        document.querySelector(".card")!.compareDocumentPosition(
+            document.querySelector("nav.toc")!,
+          ) === Node.DOCUMENT_POSITION_FOLLOWING,
     }));
     assert.deepEqual(consoleErrors, []);
     assert.deepEqual(failedRequests, []);
@@ -52,14 +61,30 @@ Deno.test("renderHtml() report opens offline in Chromium with every chart render
       requests.every((url) => url.startsWith("file://")),
       `only the file itself: ${requests}`,
     );
-    assert.equal(state.containers.length, 5, JSON.stringify(state.containers));
+    let specs = 0;
+    for await (const f of Deno.readDir(`${runDir}/charts`)) {
+      if (f.name.endsWith(".vl.json")) specs++;
+    }
+    assert.equal(state.containers.length, specs, JSON.stringify(state.containers));
     assert.equal(state.rendered, String(state.containers.length));
     for (const c of state.containers) {
       assert.ok(c.drawn, `chart ${c.name} has an svg/canvas`);
       assert.ok(c.marks > 10, `chart ${c.name} drew marks (${c.marks})`);
     }
-    assert.match(state.verdict, /FAIL — quickstart · 20261129T101500Z-ab12cd/);
+    // The verdict is a word on a coloured badge: nothing on the page needs an emoji font.
+    assert.match(state.verdict, /^FAIL quickstart · 20261129T101500Z-ab12cd$/);
+    assert.equal(state.verdictColour, "rgb(207, 34, 46)");
+    assert.doesNotMatch(state.text, /\p{Extended_Pictographic}/u);
     assert.match(state.divergentRow, /^21 ← first divergence/);
+    // The table of contents: every entry points at a section; state checks come first.
+    assert.ok(state.toc.length >= 6, state.toc.join(" "));
+    for (const href of state.toc) assert.ok(state.ids.includes(href.slice(1)), href);
+    assert.equal(state.firstSection, "state");
+    assert.ok(state.cardBeforeToc);
+    // Reset zoom re-embeds the chart.
+    await page.click("button[data-reset=chart-0]");
+    await page.waitForFunction(() => document.querySelector("#chart-0 svg") !== null);
+    assert.deepEqual(consoleErrors, []);
     await Deno.mkdir(TEST_OUTPUT, { recursive: true });
     await page.screenshot({
       path: new URL("report_html.png", TEST_OUTPUT).pathname,

@@ -20,6 +20,14 @@ function cases(root: XmlElement, suite: string): XmlElement[] {
   );
 }
 
+/** A test case's `<properties>` as a name → value record. */
+function properties(tc: XmlElement): Record<string, string> {
+  const block = tc.children.find((c) => c.name === "properties");
+  return Object.fromEntries(
+    (block?.children ?? []).map((p) => [p.attrs.name, p.attrs.value]),
+  );
+}
+
 Deno.test("renderJunit() output passes the JUnit shape check with consistent counts", async () => {
   const { fail, pass, tmp } = await fixtureSummaries();
   try {
@@ -56,9 +64,9 @@ Deno.test("renderJunit() failure names the first divergent step and both values"
   try {
     const { root } = validateJunit(renderJunit([{ summary: fail }]));
     const tc = cases(root!, "quickstart").find((c) =>
-      c.attrs.name === "baseline~resume-universal (loss, exact)"
+      c.attrs.name === "baseline~resume-universal"
     )!;
-    const failure = tc.children[0];
+    const failure = tc.children.find((c) => c.name === "failure")!;
     assert.equal(failure.name, "failure");
     const d = fail.comparisons[1].divergence!;
     assert.equal(
@@ -86,16 +94,15 @@ Deno.test("renderJunit() turns a failed phase into <error> with its log tail", a
     const tc = cases(root!, "quickstart").find((c) =>
       c.attrs.classname === "quickstart.phases" && c.attrs.name === "resume-plan"
     )!;
-    const error = tc.children[0];
-    assert.equal(error.name, "error");
+    const error = tc.children.find((c) => c.name === "error")!;
     assert.equal(error.attrs.type, "PhaseFailed");
     assert.equal(error.attrs.message, "resume-plan: exited with code 1");
     assert.equal(
       error.text,
       "loading plan <plan.json> & shards\nTraceback: KeyError: 'layers.0.experts.w1'\nfatal: missing segment",
     );
-    const cached = cases(root!, "quickstart").find((c) => c.attrs.name === "split (cached)")!;
-    assert.equal(cached.children.length, 0);
+    const cached = cases(root!, "quickstart").find((c) => c.attrs.name === "split")!;
+    assert.deepEqual(properties(cached).cached, "true");
     const baseline = cases(root!, "quickstart").find((c) => c.attrs.name === "baseline")!;
     assert.equal(baseline.attrs.time, "9.800");
   } finally {
@@ -119,11 +126,41 @@ Deno.test("renderJunit() maps ABSTAIN to <skipped> and escapes control character
     assert.deepEqual(problems, []);
     const suite = root!.children[0];
     assert.equal(suite.attrs.name, 'exp"<&>\\u0007');
-    const skipped = suite.children.find((c) => c.name === "testcase")!.children[0];
-    assert.equal(skipped.name, "skipped");
+    const skipped = suite.children.find((c) => c.name === "testcase")!.children
+      .find((c) => c.name === "skipped")!;
     assert.equal(skipped.attrs.message, "noise floor\\u0000 > 0");
-    const error = suite.children.filter((c) => c.name === "testcase").at(-1)!.children[0];
+    const error = suite.children.filter((c) => c.name === "testcase").at(-1)!.children
+      .find((c) => c.name === "error")!;
     assert.equal(error.text, "red \\ufffe ]]> </error>");
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("renderJunit() names stay the same when phases come from the cache; facts are properties", async () => {
+  const { fail, tmp } = await fixtureSummaries();
+  try {
+    const names = (summary: RunSummary) =>
+      cases(validateJunit(renderJunit([{ summary }])).root!, "quickstart").map((c) =>
+        `${c.attrs.classname}/${c.attrs.name}`
+      );
+    const fresh = structuredClone(fail);
+    for (const p of fresh.phases) p.cached = false;
+    const cachedRun = structuredClone(fail);
+    for (const p of cachedRun.phases) p.cached = true;
+    assert.deepEqual(names(cachedRun), names(fresh));
+    assert.ok(names(fresh).every((n) => !/cached|\(loss/.test(n)), names(fresh).join(" "));
+    const { root } = validateJunit(renderJunit([{ summary: fail }]));
+    const diverged = cases(root!, "quickstart").find((c) =>
+      c.attrs.name === "baseline~resume-universal"
+    )!;
+    assert.equal(diverged.children[0].name, "properties", "properties first");
+    const props = properties(diverged);
+    assert.equal(props.first_divergent_step, "21");
+    assert.equal(props.lane, "exact");
+    assert.equal(props.culprit, "resume-universal");
+    assert.equal(props.state_components, "rng, sampler");
+    assert.match(props.max_ulp, /^[\d\u202f]+\u00a0ULP\u00a0\(f(32|64)\)$/);
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

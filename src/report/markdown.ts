@@ -311,7 +311,9 @@ function sections(
     out.push({
       text: [
         "<details>",
-        `<summary>${escapeHtml(unjudgedTitle(unjudged.length))}</summary>`,
+        `<summary>${verdictLabel("ERROR")}: ${
+          escapeHtml(unjudgedTitle(unjudged.length))
+        }</summary>`,
         "",
         ...unjudged.map((cmp) =>
           `- ${mdText(cmp.name)}: ${mdText(cmp.reason ?? "no values to compare")}`

@@ -40,7 +40,7 @@ Deno.test("writeSuiteIndex() lists experiments worst verdict first with links to
       assert.ok((await Deno.stat(join(tmp, "suite-20261129T023000Z", link))).isFile, link);
     }
     const html = await Deno.readTextFile(`${tmp}/suite-20261129T023000Z/index.html`);
-    assert.deepEqual([...html.matchAll(/data-verdict="(\w+)"/g)].map((m) => m[1]), [
+    assert.deepEqual([...html.matchAll(/<tr data-verdict="(\w+)"/g)].map((m) => m[1]), [
       "FAIL",
       "ERROR",
       "PASS",
