@@ -76,3 +76,35 @@ Deno.test("parity exits 2, not an internal error, when an experiment uses an uns
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("parity run and report refuse an --image-base-url that cannot be linked, launching nothing", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_cli_" });
+  try {
+    const results = `${tmp}/results`;
+    for (
+      const url of [
+        "charts/",
+        "file:///tmp/x",
+        "https://u:secret@example.org/",
+        "https://e.org/?s=1",
+      ]
+    ) {
+      const run = await captureConsole(() =>
+        main(["run", "experiments/quickstart.yaml", "--results", results, "--image-base-url", url])
+      );
+      equal(run.value, 2, url);
+      match(run.err, /--image-base-url: /);
+      ok(!run.all.includes("secret"), "the credential is not echoed");
+    }
+    let created = true;
+    await Deno.stat(results).catch(() => (created = false));
+    equal(created, false, "nothing was launched or written");
+    const report = await captureConsole(() =>
+      main(["report", tmp, "--image-base-url", "ftp://example.org/"])
+    );
+    equal(report.value, 2);
+    match(report.err, /use https/);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});

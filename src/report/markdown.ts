@@ -144,7 +144,7 @@ export function imageBaseUrlProblem(url: string): string | null {
   try {
     parsed = new URL(url);
   } catch {
-    return `--image-base-url: "${url}" is not an absolute URL (e.g. https://example.org/results/)`;
+    return "--image-base-url: not an absolute URL (e.g. https://example.org/results/)";
   }
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
     return `--image-base-url: ${parsed.protocol} URLs do not render in a pull request; use https`;
