@@ -19,6 +19,7 @@
  * @module
  */
 
+import { ulps } from "../format/numbers.ts";
 import type { MetricSeries } from "../metrics/series.ts";
 import type { DriftSummary } from "../types/summary.ts";
 import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
@@ -107,9 +108,9 @@ export function compareDrift(
     const noiseAllows = Math.abs(ys[i] - xs[i]) <= o.earlyRel * Math.abs(xs[i]);
     if (u > o.earlyUlp && !noiseAllows && firstIndex < 0) {
       firstIndex = i;
-      why = `|b-a| = ${Math.abs(ys[i] - xs[i])} is ${Math.round(u)} float32 ULPs at step ${
+      why = `|b-a| = ${Math.abs(ys[i] - xs[i])} is ${ulps(Math.round(u), "f32")} at step ${
         steps[i]
-      }, in the early window where a correct reshard stays within ${o.earlyUlp}`;
+      }, in the early window where a correct reshard stays within ${ulps(o.earlyUlp, "f32")}`;
     }
   }
   let maxRatio = 0;

@@ -14,6 +14,7 @@
  * @module
  */
 
+import { ulps } from "../format/numbers.ts";
 import type { MetricSeries } from "../metrics/series.ts";
 import type { ComparisonSummary } from "../types/summary.ts";
 import { ulpDistance32, ulpDistance64 } from "./ulp.ts";
@@ -327,8 +328,8 @@ function jsonNumber(x: number | null): number | null {
   return x === null || !Number.isFinite(x) ? null : x;
 }
 
-/** `3 float32 ULPs apart` when both values are float32s, else the float64 count. */
+/** `3 ULP (f32) apart` when both values are float32s, else the float64 count. */
 function ulpPhrase(x: number, y: number, ulp64: number): string {
   const ulp32 = ulpDistance32(x, y);
-  return ulp32 === null ? `${ulp64} float64 ULPs apart` : `${ulp32} float32 ULPs apart`;
+  return `${ulp32 === null ? ulps(ulp64, "f64") : ulps(ulp32, "f32")} apart`;
 }

@@ -39,7 +39,7 @@ Deno.test("compareLane() exact fails one ULP away and reports the first divergen
   assert.equal(r.max_abs, Math.abs(next(next(2.2)) - 2.2));
   assert.match(
     r.reason ?? "",
-    /first differs at step 23 \(baseline=2\.3, resume=.*, 1 float64 ULPs apart\)/,
+    /first differs at step 23 \(baseline=2\.3, resume=.*, 1\u00a0ULP\u00a0\(f64\) apart\)/,
   );
 });
 
@@ -55,7 +55,7 @@ Deno.test("compareLane() reports float32 ULPs when both sides are float32 values
   assert.equal(r.verdict, "FAIL");
   assert.equal(r.max_ulp_f32, 3);
   assert.equal(r.max_ulp, 3 * 2 ** 29);
-  assert.match(r.reason ?? "", /3 float32 ULPs apart/);
+  assert.match(r.reason ?? "", /3\u00a0ULP\u00a0\(f32\) apart/);
 });
 
 Deno.test("compareLane() exact treats +0 and -0 as equal", () => {
