@@ -6,6 +6,7 @@
  * @module
  */
 
+import { seconds } from "../format/numbers.ts";
 import { followMetricsSteps, ProgressReporter } from "../process/mod.ts";
 import type { Follower, Progress } from "./run_progress.ts";
 
@@ -54,7 +55,7 @@ export function consoleProgress(options: ConsoleProgressOptions = {}): Progress 
       for (const line of card?.lines ?? []) reporter.note(line);
       const cause = card?.cause ? ` — ${card.cause}` : "";
       reporter.note(
-        `${verdict} ${experiment} in ${wallS.toFixed(1)}s${cause}: ${runDir}/report.md`,
+        `${verdict} ${experiment} in ${seconds(wallS)}${cause}: ${runDir}/report.md`,
       );
       reporter.close();
     },
