@@ -1,21 +1,40 @@
 /**
- * Per-step difference of one comparison: `b − a` with a zero rule and, for exact lanes, a second
- * panel with the ULP distance (float32 ULPs for float32 values). The first divergent step is marked in red.
+ * Per-step difference of one comparison. The first panel is `b − a` with a zero rule (and, for
+ * tolerance and drift lanes, the allowed ±envelope as a band); the second is the magnitude:
+ * the ULP distance in the series' own precision for exact lanes (symlog, integer ticks), and
+ * log |b − a| with the envelope line for tolerance and drift lanes, exact zeros drawn in a strip
+ * beneath it instead of at log(0). Steps outside what the lane allows are red, the first
+ * divergent step is marked. A pair that is bit-identical at every step is one short strip that
+ * says so, not an empty axis.
  *
  * @module
  */
 
+import { count, exact, stat, ulps } from "../format/numbers.ts";
 import { ulpDistanceIn, type UlpUnit, ulpUnitOf } from "../parity/ulp.ts";
+import type { DriftSummary } from "../types/summary.ts";
+import {
+  decadeDomain,
+  decadeTicks,
+  lookupLabelExpr,
+  STAT_LABEL_EXPR,
+  ulpTicks,
+} from "./_axis_labels.ts";
+import { allowedDifference, envelopeLabel } from "./_envelope.ts";
+import { stripKinds, stripRuns, stripView } from "./_strip.ts";
 import { DEFAULT_MAX_POINTS, downsampleIndices } from "./downsample.ts";
 import {
   type ChartSpec,
   CONFIG,
+  FAIL_COLOR,
   finiteOrNull,
   HEIGHT,
   indexOfStep,
   SCHEMA_URL,
-  symlogConstant,
+  stepAxis,
   WIDTH,
+  xZoom,
+  ZOOM_HELP,
 } from "./_spec.ts";
 import type { Series } from "./losses_table.ts";
 
@@ -29,7 +48,7 @@ export interface DifferenceInput {
   b: string;
   /** Metric compared. */
   metric: string;
-  /** Lane: exact lanes get the ULP panel. */
+  /** Lane: exact lanes get the ULP panel, the others log |b − a| with their envelope. */
   lane: "exact" | "tolerance" | "drift";
   /** Series of `a`. */
   seriesA: Series;
@@ -41,6 +60,12 @@ export interface DifferenceInput {
   lastStep?: number | null;
   /** Step to mark as the first divergence. */
   firstDivergentStep?: number | null;
+  /** Tolerance lane: relative tolerance. */
+  rtol?: number;
+  /** Tolerance lane: absolute tolerance. */
+  atol?: number;
+  /** Drift lane: what it measured (its early ULP limit and envelope are drawn). */
+  drift?: DriftSummary;
   /** Display budget. */
   maxPoints?: number;
 }
@@ -92,6 +117,15 @@ export function alignDifference(
 }
 
 /**
+ * True when the rows hold at least one step and `b` equals `a` bit for bit at every step (the
+ * chart would be a flat zero).
+ */
+export function isIdentical(rows: readonly DifferenceRow[]): boolean {
+  // NaN on both sides is no evidence of equality: it is not "identical".
+  return rows.length > 0 && rows.every((r) => r.a === r.b);
+}
+
+/**
  * Builds the difference spec (pure; data inlined).
  *
  * @example
@@ -103,7 +137,7 @@ export function alignDifference(
  *   seriesB: { steps: [1, 2], values: [2, 1.25] },
  *   firstDivergentStep: 2,
  * });
- * Array.isArray(spec.vconcat); // true: the exact lane adds a ULP panel
+ * Array.isArray(spec.vconcat); // true: b − a, then the ULP panel
  * ```
  */
 export function differenceSpec(input: DifferenceInput): ChartSpec {
@@ -111,60 +145,105 @@ export function differenceSpec(input: DifferenceInput): ChartSpec {
   const rows = alignDifference(input.seriesA, input.seriesB, input.firstStep, input.lastStep);
   const unit = ulpUnitOfRows(rows);
   const steps = rows.map((r) => r.step);
+  const heading = `${input.name}: ${input.metric} difference (${input.lane} lane)`;
+  const domain: [number, number] | undefined = rows.length > 0
+    ? [steps[0], steps[steps.length - 1]]
+    : undefined;
+  if (isIdentical(rows)) return identicalSpec(input, rows, heading, domain!);
+
+  const allowed = allowedDifference(input, rows);
   const keep = [indexOfStep(steps, input.firstDivergentStep)];
-  // Exact lanes draw two panels from the same rows: split the budget between their extremes.
+  // Exact lanes draw b − a and the ULP distance from the same rows: split the budget between the
+  // extremes of both. The log |b − a| panel of the other lanes needs no share of its own: the
+  // largest |b − a| of a bucket is its minimum or its maximum b − a.
   const split = input.lane === "exact" && rows.length > maxPoints;
   const budget = split ? Math.floor(maxPoints / 2) : maxPoints;
   const idx = new Set(downsampleIndices(rows.map((r) => r.diff), budget, keep));
   if (split) {
     for (const i of downsampleIndices(rows.map((r) => r.ulp), budget, keep)) idx.add(i);
   }
-  const shown = [...idx].sort((x, y) => x - y).map((i) => rows[i]);
-  const values = shown.map((r) => ({
-    step: r.step,
-    a: finiteOrNull(r.a),
-    b: finiteOrNull(r.b),
-    diff: finiteOrNull(r.diff),
-    ulp: finiteOrNull(r.ulp),
-  }));
-  const x = {
-    field: "step",
-    type: "quantitative",
-    title: "optimizer step",
-    axis: { tickMinStep: 1 },
-  };
+  const shown = [...idx].sort((x, y) => x - y);
+  const values = shown.map((i) => {
+    const r = rows[i];
+    const abs = Math.abs(r.diff);
+    const limit = allowed ? allowed[i] : 0;
+    return {
+      step: r.step,
+      a: finiteOrNull(r.a),
+      b: finiteOrNull(r.b),
+      diff: finiteOrNull(r.diff),
+      ulp: finiteOrNull(r.ulp),
+      // Log axes cannot hold 0: exact zeros go to the strip, never to log(0).
+      abs: abs > 0 && Number.isFinite(abs) ? abs : null,
+      allowed: allowed ? finiteOrNull(limit) : null,
+      neg_allowed: allowed ? finiteOrNull(-limit) : null,
+      outside: !(abs <= limit) && !(r.a === r.b),
+      a_text: exact(r.a),
+      b_text: exact(r.b),
+      diff_text: stat(r.diff),
+      ulp_text: ulps(r.ulp, unit),
+      allowed_text: allowed ? stat(limit) : "0 (exact)",
+    };
+  });
   const tooltip = [
-    { field: "step", type: "quantitative" },
-    { field: "a", type: "quantitative", format: ".17~g", title: input.a },
-    { field: "b", type: "quantitative", format: ".17~g", title: input.b },
-    { field: "diff", type: "quantitative", format: ".3~e", title: "b − a" },
-    { field: "ulp", type: "quantitative", title: `ULP (${unit})` },
+    { field: "step", type: "quantitative", title: "step", format: "d" },
+    { field: "a_text", type: "nominal", title: input.a },
+    { field: "b_text", type: "nominal", title: input.b },
+    { field: "diff_text", type: "nominal", title: "b − a" },
+    { field: "ulp_text", type: "nominal", title: "ULP distance" },
+    { field: "allowed_text", type: "nominal", title: "allowed |b − a|" },
   ];
   const divergence = input.firstDivergentStep ?? null;
-  // An all-zero series has an empty domain, which vega draws as a NaN axis: pin a small one.
-  const identical = rows.length > 0 && rows.every((r) => r.diff === 0 && r.ulp === 0);
-  const marker = (): ChartSpec[] =>
+  const dense = values.length > 200;
+  const pointColor = {
+    condition: { test: "datum.outside", value: FAIL_COLOR },
+    value: "#1f77b4",
+  };
+  const points = (y: ChartSpec, x: ChartSpec): ChartSpec => ({
+    mark: { type: "point", filled: true, size: dense ? 10 : 30, opacity: 1 },
+    encoding: { x, y, color: pointColor, tooltip },
+  });
+  const rule = (x: ChartSpec, label: boolean): ChartSpec[] =>
     divergence === null ? [] : [{
-      data: { values: [{ step: divergence, label: `first divergence @ ${divergence}` }] },
+      data: { values: [{ step: divergence, label: `first divergence @ ${exact(divergence)}` }] },
       layer: [
-        { mark: { type: "rule", color: "#d62728", strokeWidth: 1.5 }, encoding: { x } },
-        {
-          mark: {
-            type: "text",
-            align: "left",
-            baseline: "top",
-            dx: 4,
-            dy: 4,
-            y: 0,
-            color: "#d62728",
-          },
-          encoding: { x, text: { field: "label" } },
-        },
+        { mark: { type: "rule", color: FAIL_COLOR, strokeWidth: 1.5 }, encoding: { x } },
+        ...(label
+          ? [{
+            mark: {
+              type: "text",
+              align: "left",
+              baseline: "top",
+              dx: 4,
+              dy: 4,
+              y: 0,
+              color: FAIL_COLOR,
+            },
+            encoding: { x, text: { field: "label" } },
+          }]
+          : []),
       ],
     }];
-  const diffPanel: ChartSpec = {
+  const strip = stripRuns(rows);
+  const hasStrip = input.lane !== "exact" && strip.length > 0;
+
+  const linearX = stepAxis(domain, false);
+  // The data sets the range, not the envelope: a drift envelope 100× the differences would
+  // flatten them (the band is clipped to the plot; the log panel shows it whole).
+  const finite = rows.map((r) => r.diff).filter((d) => Number.isFinite(d));
+  const lo = Math.min(0, ...finite);
+  const hi = Math.max(0, ...finite);
+  const margin = (hi - lo) * 0.08 || 1;
+  const linearY = {
+    field: "diff",
+    type: "quantitative",
+    title: `b − a (${input.metric})`,
+    scale: { domain: [lo - margin, hi + margin], nice: false },
+    axis: { labelExpr: STAT_LABEL_EXPR },
+  };
+  const linear: ChartSpec = {
     width: WIDTH,
-    height: input.lane === "exact" ? Math.round(HEIGHT * 0.75) : HEIGHT,
+    height: Math.round(HEIGHT * 0.6),
     layer: [
       {
         data: { values: [{ zero: 0 }] },
@@ -173,65 +252,156 @@ export function differenceSpec(input: DifferenceInput): ChartSpec {
       },
       {
         data: { values },
-        params: [{ name: "zoom_diff", select: "interval", bind: "scales" }],
-        mark: {
-          type: "line",
-          point: values.length <= 200 ? { filled: true, color: "#1f77b4" } : false,
-          color: "#1f77b4",
-        },
-        encoding: {
-          x,
-          y: {
-            field: "diff",
-            type: "quantitative",
-            title: `b − a (${input.metric})`,
-            ...(identical ? { scale: { domain: [-1, 1] } } : {}),
+        layer: [
+          ...(allowed
+            ? [{
+              mark: {
+                type: "area",
+                color: "#9ecae1",
+                opacity: 0.35,
+                interpolate: "step",
+                clip: true,
+              },
+              encoding: {
+                x: linearX,
+                y: { ...linearY, field: "neg_allowed" },
+                y2: { field: "allowed" },
+              },
+            }]
+            : []),
+          {
+            params: [xZoom("zoom_diff")],
+            mark: { type: "line", color: "#1f77b4", strokeWidth: 1.5 },
+            encoding: { x: linearX, y: linearY },
           },
-          tooltip,
-        },
+          points(linearY, linearX),
+        ],
       },
-      ...marker(),
+      ...rule(linearX, true),
     ],
   };
-  const title = {
-    text: `${input.name}: ${input.metric} difference (${input.lane} lane)`,
-    subtitle: [
-      `b − a = ${input.b} − ${input.a}` +
-      (identical ? `; identical at all ${rows.length} steps` : "") +
-      (shown.length < rows.length ? `; display downsampled to about ${maxPoints} points` : ""),
-    ],
-  };
-  const common = { $schema: SCHEMA_URL, title, config: CONFIG };
-  if (input.lane !== "exact") return { ...common, ...diffPanel };
-  const ulpPanel: ChartSpec = {
-    width: WIDTH,
-    height: Math.round(HEIGHT * 0.6),
-    layer: [
-      {
-        data: { values },
-        mark: {
-          type: "line",
-          point: values.length <= 200 ? { filled: true, color: "#ff7f0e" } : false,
-          color: "#ff7f0e",
-        },
-        encoding: {
-          x,
-          y: {
-            field: "ulp",
-            type: "quantitative",
-            title: `ULP distance (${unit})`,
-            axis: { format: ".3~g" },
-            scale: {
-              type: "symlog",
-              constant: symlogConstant(rows.map((r) => r.ulp)),
-              ...(identical ? { domain: [0, 1] } : {}),
+
+  let magnitude: ChartSpec[];
+  if (input.lane === "exact") {
+    const ticks = ulpTicks(Math.max(...rows.map((r) => (Number.isFinite(r.ulp) ? r.ulp : 0))));
+    const ulpX = stepAxis(domain);
+    const ulpY = {
+      field: "ulp",
+      type: "quantitative",
+      title: `ULP distance (${unit})`,
+      scale: { type: "symlog", constant: 1, domain: [0, ticks[ticks.length - 1]], nice: false },
+      axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, count) },
+    };
+    magnitude = [{
+      width: WIDTH,
+      height: Math.round(HEIGHT * 0.5),
+      layer: [
+        {
+          data: { values },
+          layer: [
+            {
+              params: [xZoom("zoom_ulp")],
+              mark: { type: "line", color: "#ff7f0e", strokeWidth: 1.5 },
+              encoding: { x: ulpX, y: ulpY },
             },
-          },
-          tooltip,
+            points(ulpY, ulpX),
+          ],
         },
-      },
-      ...marker(),
-    ],
+        ...rule(ulpX, false),
+      ],
+    }];
+  } else {
+    const yDomain = decadeDomain([...values.map((v) => v.abs), ...(allowed ?? [])]) ??
+      [1e-8, 1];
+    const ticks = decadeTicks(yDomain);
+    const logX = stepAxis(domain, !hasStrip);
+    const logY = {
+      field: "abs",
+      type: "quantitative",
+      title: "|b − a| (log)",
+      scale: { type: "log", domain: yDomain, nice: false },
+      axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, stat) },
+    };
+    magnitude = [{
+      width: WIDTH,
+      height: Math.round(HEIGHT * 0.6),
+      layer: [
+        {
+          data: { values: values.map((v) => ({ ...v, floor: yDomain[0] })) },
+          layer: [
+            ...(allowed
+              ? [{
+                mark: { type: "area", color: "#9ecae1", opacity: 0.35, interpolate: "step" },
+                encoding: { x: logX, y: { ...logY, field: "allowed" }, y2: { field: "floor" } },
+              }, {
+                mark: { type: "line", color: "#3182bd", strokeDash: [4, 3], interpolate: "step" },
+                encoding: { x: logX, y: { ...logY, field: "allowed" } },
+              }]
+              : []),
+            {
+              params: [xZoom("zoom_abs")],
+              mark: { type: "line", color: "#1f77b4", strokeWidth: 1 },
+              encoding: { x: logX, y: logY },
+            },
+            points(logY, logX),
+          ],
+        },
+        ...rule(logX, false),
+      ],
+    }];
+    if (hasStrip) {
+      magnitude.push(stripView({ values: strip }, stepAxis(domain), WIDTH, stripKinds(strip)));
+    }
+  }
+  const subtitle = [
+    `b − a = ${input.b} − ${input.a}; max |b − a| ${stat(maxAbs(rows))}, ` +
+    `max ${ulps(maxFinite(rows.map((r) => r.ulp)), unit)}; red: steps the lane does not allow`,
+  ];
+  const envelope = envelopeLabel(input);
+  if (envelope) subtitle.push(`blue band: ${envelope}`);
+  if (hasStrip) {
+    subtitle.push(`"b = a" strip: steps where b equals a bit for bit (log(0) has no place)`);
+  }
+  if (shown.length < rows.length) subtitle.push(`display downsampled to about ${maxPoints} points`);
+  return {
+    $schema: SCHEMA_URL,
+    description: ZOOM_HELP,
+    title: { text: heading, subtitle },
+    config: CONFIG,
+    vconcat: [linear, ...magnitude],
+    resolve: { scale: { x: "shared" } },
   };
-  return { ...common, vconcat: [diffPanel, ulpPanel] };
+}
+
+/** The chart of a pair that never differs: one bar and a sentence, no value axis. */
+function identicalSpec(
+  input: DifferenceInput,
+  rows: DifferenceRow[],
+  heading: string,
+  domain: [number, number],
+): ChartSpec {
+  const strip = stripRuns(rows);
+  return {
+    $schema: SCHEMA_URL,
+    title: {
+      text: heading,
+      subtitle: [
+        `identical at all ${count(rows.length)} steps (${exact(domain[0])}–${
+          exact(domain[1])
+        }): ${input.b} = ${input.a} bit for bit`,
+      ],
+    },
+    config: CONFIG,
+    ...stripView({ values: strip }, stepAxis(domain), WIDTH, stripKinds(strip)),
+  };
+}
+
+function maxAbs(rows: readonly DifferenceRow[]): number {
+  return maxFinite(rows.map((r) => Math.abs(r.diff)));
+}
+
+function maxFinite(values: number[]): number {
+  let m = 0;
+  for (const v of values) if (Number.isFinite(v) && v > m) m = v;
+  return m;
 }

@@ -1,10 +1,20 @@
 /**
  * The loss overlay: the baseline and every other phase on one step axis, a rule at the save
- * step and, when repeated baselines were run, the noise-floor band (min/max across them).
+ * step, one red rule per distinct first divergent step labelled with the phases that broke there,
+ * and, when repeated baselines were run, the noise-floor band (min/max across them).
+ *
+ * Two panels: the steps from just before the save to the end, with the value axis fitted to
+ * them (warm-up losses would otherwise set the range and hide a resume's gap), above the whole
+ * run for context. Each panel switches to a log axis when its values span more than three
+ * decades (a phase that blows up to 1e7 would flatten every other line). Phases whose series are
+ * bit-identical are drawn once, as one legend entry (`resume-plan-first_holder (= 2 more)`), so
+ * no line hides behind another. Hovering shows every series' value at that step.
  *
  * @module
  */
 
+import { exact, stat } from "../format/numbers.ts";
+import { decadeDomain, decadeTicks, lookupLabelExpr, STAT_LABEL_EXPR } from "./_axis_labels.ts";
 import {
   type BandPoint,
   DEFAULT_MAX_POINTS,
@@ -12,13 +22,18 @@ import {
   downsampleIndices,
 } from "./downsample.ts";
 import {
+  bottomLegend,
   type ChartSpec,
   CONFIG,
-  finiteOrNull,
+  FAIL_COLOR,
   HEIGHT,
   indexOfStep,
+  INTERACTIVE_ONLY,
   SCHEMA_URL,
+  stepAxis,
   WIDTH,
+  xZoom,
+  ZOOM_HELP,
 } from "./_spec.ts";
 
 /** One line of the overlay. */
@@ -29,6 +44,14 @@ export interface OverlaySeries {
   steps: number[];
   /** Values, one per step. */
   values: number[];
+}
+
+/** A first divergent step and the phases that broke there (from `culprits()`). */
+export interface OverlayDivergence {
+  /** First divergent step. */
+  step: number;
+  /** Culprit phases diverging first at this step. */
+  phases: string[];
 }
 
 /** Inputs of {@link lossOverlaySpec}. */
@@ -43,14 +66,79 @@ export interface LossOverlayInput {
   saveAt?: number | null;
   /** Noise-floor band, per step min/max across the baseline and its repeats. */
   band?: BandPoint[] | null;
-  /** Logarithmic y axis. */
+  /** Force a logarithmic y axis (experiment `charts.log_scale`); otherwise chosen by range. */
   logScale?: boolean;
   /** Display budget per series. */
   maxPoints?: number;
   /** Steps that must survive downsampling (first divergent steps). */
   keepSteps?: number[];
-  /** First divergences to mark with a red rule, e.g. `{ step: 21, label: "resume-universal" }`. */
-  divergences?: { step: number; label: string }[];
+  /** First divergences: one red rule per distinct step, one label naming its culprits. */
+  divergences?: OverlayDivergence[];
+}
+
+/** One drawn line: a phase, or several phases whose series are bit-identical. */
+export interface OverlayGroup {
+  /** Legend entry: the first phase, with `(= n more)` when others are identical to it. */
+  label: string;
+  /** Every phase drawn by this line, the first one first. */
+  phases: string[];
+  /** The series (of the first phase). */
+  series: OverlaySeries;
+}
+
+/** Dash patterns by series index (the baseline, index 0, is drawn solid and wide). */
+const DASHES = [[1, 0], [1, 0], [7, 3], [3, 2], [10, 2, 2, 2], [5, 5], [2, 4], [12, 3], [
+  6,
+  2,
+  2,
+  2,
+]];
+
+/** Points per line in a panel above which lines are drawn solid (dashes would blur them). */
+const DASH_LIMIT = 150;
+
+/** Series spanning more than this ratio (max/min) get a log axis. */
+export const LOG_RANGE_RATIO = 1e3;
+
+/**
+ * Groups series that are bit-identical (same steps, same values; NaN equals NaN) so each group
+ * is drawn as one line. Order follows the first member of each group.
+ */
+export function collapseIdentical(series: readonly OverlaySeries[]): OverlayGroup[] {
+  const groups: OverlayGroup[] = [];
+  for (const s of series) {
+    const same = groups.find((g) => sameSeries(g.series, s));
+    if (same) same.phases.push(s.phase);
+    else groups.push({ label: s.phase, phases: [s.phase], series: s });
+  }
+  for (const g of groups) {
+    if (g.phases.length > 1) g.label = `${g.phases[0]} (= ${g.phases.length - 1} more)`;
+  }
+  return groups;
+}
+
+/** The y scale of a panel: log, symlog (values ≤ 0 over many decades) or linear. */
+export type ValueScale = "log" | "symlog" | "linear";
+
+/**
+ * The y scale for `values`: log when forced or when the positive values span more than
+ * {@link LOG_RANGE_RATIO}; symlog instead of log when some value is ≤ 0 (a log axis cannot hold
+ * it); linear otherwise.
+ */
+export function chooseValueScale(values: Iterable<number>, forceLog = false): ValueScale {
+  let minAbs = Number.POSITIVE_INFINITY;
+  let maxAbs = 0;
+  let nonPositive = false;
+  for (const v of values) {
+    if (!Number.isFinite(v)) continue;
+    if (v <= 0) nonPositive = true;
+    const a = Math.abs(v);
+    if (a > 0 && a < minAbs) minAbs = a;
+    if (a > maxAbs) maxAbs = a;
+  }
+  const wide = maxAbs > 0 && maxAbs / minAbs > LOG_RANGE_RATIO;
+  if (!forceLog && !wide) return "linear";
+  return nonPositive ? "symlog" : "log";
 }
 
 /**
@@ -64,134 +152,278 @@ export interface LossOverlayInput {
  *   series: [{ phase: "baseline", steps: [1, 2], values: [2.5, 2.4] }],
  *   saveAt: 1,
  * });
- * Array.isArray(spec.layer); // true
+ * Array.isArray(spec.vconcat); // true: after the save, then the whole run
  * ```
  */
 export function lossOverlaySpec(input: LossOverlayInput): ChartSpec {
   const maxPoints = input.maxPoints ?? DEFAULT_MAX_POINTS;
   const metric = input.metric ?? "loss";
-  const marks = input.divergences ?? [];
+  const marks = [...(input.divergences ?? [])].sort((x, y) => x.step - y.step);
+  const saveAt = input.saveAt ?? null;
   const keep = [
     ...(input.keepSteps ?? []),
     ...marks.map((m) => m.step),
-    ...(input.saveAt ? [input.saveAt, input.saveAt + 1] : []),
+    ...(saveAt ? [saveAt, saveAt + 1] : []),
   ];
-  const phases = input.series.map((s) => s.phase);
+  const groups = collapseIdentical(input.series);
+  const labels = groups.map((g) => g.label);
+  const culprits = new Set(marks.flatMap((m) => m.phases));
+  const emphasised = groups.filter((g) => g.phases.some((p) => culprits.has(p))).map((g) =>
+    g.label
+  );
+
   const points: { step: number; phase: string; value: number | null }[] = [];
+  const hover = new Map<number, Record<string, string | number>>();
   let downsampled = false;
-  for (const s of input.series) {
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const g of groups) {
+    const s = g.series;
     const idx = downsampleIndices(s.values, maxPoints, keep.map((k) => indexOfStep(s.steps, k)));
     if (idx.length < s.steps.length) downsampled = true;
     for (const i of idx) {
-      points.push({ step: s.steps[i], phase: s.phase, value: finiteOrNull(s.values[i]) });
+      const step = s.steps[i];
+      const v = s.values[i];
+      first = Math.min(first, step);
+      last = Math.max(last, step);
+      // JSON has no NaN: a non-finite value is a gap in the line.
+      points.push({ step, phase: g.label, value: Number.isFinite(v) ? v : null });
+      const row = hover.get(step) ?? { step };
+      row[g.label] = exact(v);
+      hover.set(step, row);
     }
   }
-  const yScale = input.logScale ? { type: "log" } : { zero: false };
-  const x = {
-    field: "step",
-    type: "quantitative",
-    title: "optimizer step",
-    axis: { tickMinStep: 1 },
+  const band = input.band && input.band.length > 0 ? downsampleBand(input.band, maxPoints) : [];
+  const datasets = {
+    points,
+    hover: [...hover.values()].sort((x, y) => (x.step as number) - (y.step as number)),
+    band: band.map((p) => ({ step: p.step, lo: p.lo, hi: p.hi })),
   };
+  if (points.length === 0) {
+    first = 0;
+    last = 1;
+  }
+
   const color = {
     field: "phase",
     type: "nominal",
-    title: "phase",
-    scale: { domain: phases, scheme: "tableau10" },
+    title: null,
+    scale: { domain: labels, scheme: "tableau10" },
+    legend: { ...bottomLegend(labels), symbolType: "stroke" },
   };
-  const layers: ChartSpec[] = [];
-  const subtitle: string[] = [];
-  if (input.band && input.band.length > 0) {
-    const band = downsampleBand(input.band, maxPoints);
+  const panel = (
+    id: string,
+    from: number,
+    height: number,
+    heading: string,
+    labelled: boolean,
+  ): ChartSpec => {
+    const inWindow = (v: { step: number }) => v.step >= from;
+    const values = [
+      ...points.filter(inWindow).map((p) => p.value),
+      ...band.filter(inWindow).flatMap((p) => [p.lo, p.hi]),
+    ].filter((v): v is number => v !== null && Number.isFinite(v));
+    const y = valueAxis(metric, values, input.logScale ?? false);
+    const dense = points.filter(inWindow).length > DASH_LIMIT * groups.length;
+    const x = stepAxis([from, last]);
+    const filter = [{ filter: `datum.step >= ${from}` }];
+    const layers: ChartSpec[] = [];
+    if (band.length > 0) {
+      layers.push({
+        data: { name: "band" },
+        transform: filter,
+        mark: { type: "area", color: "#9e9e9e", fillOpacity: 0.35 },
+        encoding: { x, y: { ...y, field: "lo" }, y2: { field: "hi" } },
+      });
+    }
+    const base = labels[0];
     layers.push({
-      data: {
-        values: band.map((p) => ({ step: p.step, lo: finiteOrNull(p.lo), hi: finiteOrNull(p.hi) })),
-      },
-      mark: { type: "area", color: "#9e9e9e", fillOpacity: 0.35 },
+      data: { name: "points" },
+      transform: [...filter, { filter: { field: "phase", equal: base } }],
+      mark: { type: "line", strokeWidth: 4, strokeOpacity: 0.45 },
+      encoding: { x, y, color },
+    }, {
+      data: { name: "points" },
+      transform: [...filter, { filter: { not: { field: "phase", equal: base } } }],
+      params: [xZoom(`zoom_${id}`)],
+      mark: { type: "line" },
       encoding: {
         x,
-        y: { field: "lo", type: "quantitative", scale: yScale, title: metric },
-        y2: { field: "hi" },
+        y,
+        color,
+        // Different dashes let a line lying exactly on another show both colours; on a dense
+        // zigzag they only blur it, so long windows draw solid lines.
+        ...(dense ? {} : {
+          strokeDash: {
+            field: "phase",
+            type: "nominal",
+            title: null,
+            scale: { domain: labels, range: labels.map((_, i) => DASHES[i % DASHES.length]) },
+            legend: { ...bottomLegend(labels), symbolType: "stroke" },
+          },
+        }),
+        strokeWidth: {
+          condition: { test: { field: "phase", oneOf: emphasised }, value: 2.25 },
+          value: 1.5,
+        },
       },
     });
+    if (saveAt !== null && saveAt >= from) {
+      layers.push({
+        data: { values: [{ step: saveAt, label: `save @ ${exact(saveAt)}` }] },
+        layer: [
+          { mark: { type: "rule", color: "#444", strokeDash: [5, 4] }, encoding: { x } },
+          {
+            mark: {
+              type: "text",
+              align: "right",
+              baseline: "top",
+              dx: -4,
+              dy: 4,
+              y: 0,
+              color: "#444",
+            },
+            encoding: { x, text: { field: "label" } },
+          },
+        ],
+      });
+    }
+    if (marks.length > 0) {
+      layers.push({
+        data: {
+          values: marks.map((m, i) => ({
+            step: m.step,
+            label: `first divergence @ ${exact(m.step)}: ${m.phases.join(", ")}`,
+            // One line per distinct step, stacked from the top of the plot.
+            y: 4 + 14 * i,
+          })),
+        },
+        layer: [
+          { mark: { type: "rule", color: FAIL_COLOR, strokeDash: [2, 2] }, encoding: { x } },
+          // Labelled once, in the first panel: the rules alone say the same in the other.
+          ...(labelled
+            ? [{
+              mark: { type: "text", align: "left", baseline: "top", dx: 4, color: FAIL_COLOR },
+              encoding: {
+                x,
+                y: { field: "y", type: "quantitative", scale: null },
+                text: { field: "label" },
+              },
+            }]
+            : []),
+        ],
+      });
+    }
+    layers.push({
+      // Hover only: a static image has no pointer, and its voronoi cells would dominate the
+      // PNG's rasterising time.
+      description: INTERACTIVE_ONLY,
+      data: { name: "hover" },
+      transform: filter,
+      params: [{
+        name: `hover_${id}`,
+        select: {
+          type: "point",
+          encodings: ["x"],
+          nearest: true,
+          on: "pointerover",
+          clear: "pointerout",
+        },
+      }],
+      // The whole row (every series' value at the step, preformatted) is the tooltip.
+      mark: { type: "rule", color: "#555", tooltip: { content: "data" } },
+      encoding: {
+        x,
+        opacity: { condition: { param: `hover_${id}`, value: 0.6, empty: false }, value: 0 },
+      },
+    });
+    return { title: heading, width: WIDTH, height, layer: layers };
+  };
+
+  const after = saveAt !== null && last > saveAt;
+  const pad = Math.max(2, Math.round(0.05 * (last - (saveAt ?? first))));
+  const detailFrom = after ? Math.max(first, saveAt! - pad) : first;
+  const views = after
+    ? [
+      panel(
+        "after",
+        detailFrom,
+        HEIGHT,
+        `steps ${exact(detailFrom)}–${exact(last)}: around and after the save`,
+        true,
+      ),
+      panel(
+        "run",
+        first,
+        Math.round(HEIGHT * 0.4),
+        `whole run, steps ${exact(first)}–${exact(last)}`,
+        false,
+      ),
+    ]
+    : [panel("run", first, HEIGHT, `steps ${exact(first)}–${exact(last)}`, true)];
+  const subtitle: string[] = [];
+  if (band.length > 0) {
     subtitle.push("grey band: noise floor (min–max of the baseline and its repeats)");
   }
-  const base = phases[0];
-  layers.push({
-    data: { values: points },
-    layer: [
-      {
-        transform: [{ filter: { field: "phase", equal: base } }],
-        mark: { type: "line", strokeWidth: 4, strokeOpacity: 0.45 },
-        encoding: {
-          x,
-          y: { field: "value", type: "quantitative", scale: yScale, title: metric },
-          color,
-        },
-      },
-      {
-        transform: [{ filter: { not: { field: "phase", equal: base } } }],
-        params: [{ name: "zoom", select: "interval", bind: "scales" }],
-        mark: { type: "line", strokeWidth: 1.5 },
-        encoding: {
-          x,
-          y: { field: "value", type: "quantitative", scale: yScale, title: metric },
-          color,
-          tooltip: [
-            { field: "phase", type: "nominal" },
-            { field: "step", type: "quantitative" },
-            { field: "value", type: "quantitative", format: ".17~g" },
-          ],
-        },
-      },
-    ],
-  });
-  if (input.saveAt) {
-    layers.push({
-      data: { values: [{ step: input.saveAt, label: `save @ ${input.saveAt}` }] },
-      layer: [
-        { mark: { type: "rule", color: "#444", strokeDash: [5, 4] }, encoding: { x } },
-        {
-          mark: { type: "text", align: "left", baseline: "top", dx: 4, dy: 4, y: 0, color: "#444" },
-          encoding: { x, text: { field: "label" } },
-        },
-      ],
-    });
-  }
-  if (marks.length > 0) {
-    layers.push({
-      data: {
-        values: marks.map((m, i) => ({
-          step: m.step,
-          label: `first divergence @ ${m.step}: ${m.label}`,
-          row: i,
-        })),
-      },
-      layer: [
-        { mark: { type: "rule", color: "#d62728", strokeDash: [2, 2] }, encoding: { x } },
-        {
-          mark: { type: "text", align: "left", baseline: "bottom", dx: 4, color: "#d62728" },
-          encoding: {
-            x,
-            y: { value: HEIGHT - 4 },
-            yOffset: {
-              field: "row",
-              type: "quantitative",
-              scale: { range: [0, -14 * marks.length] },
-            },
-            text: { field: "label" },
-          },
-        },
-      ],
-    });
+  const merged = groups.filter((g) => g.phases.length > 1);
+  if (merged.length > 0) {
+    subtitle.push(
+      "drawn once (bit-identical): " + merged.map((g) => g.phases.join(" = ")).join("; "),
+    );
   }
   if (downsampled) subtitle.push(`display downsampled to about ${maxPoints} points per line`);
   return {
     $schema: SCHEMA_URL,
+    description: `${ZOOM_HELP} Hover for every phase's value at a step.`,
     title: subtitle.length > 0 ? { text: input.title, subtitle } : input.title,
-    width: WIDTH,
-    height: HEIGHT,
-    config: CONFIG,
-    layer: layers,
+    config: { ...CONFIG, title: { ...CONFIG.title, subtitleFontSize: 11 } },
+    datasets,
+    vconcat: views,
+    resolve: { scale: { color: "shared" } },
+  };
+}
+
+function sameSeries(x: OverlaySeries, y: OverlaySeries): boolean {
+  if (x.steps.length !== y.steps.length) return false;
+  for (let i = 0; i < x.steps.length; i++) {
+    if (x.steps[i] !== y.steps[i] || !Object.is(x.values[i], y.values[i])) {
+      // +0 and -0 are the same loss.
+      if (!(x.steps[i] === y.steps[i] && x.values[i] === y.values[i])) return false;
+    }
+  }
+  return true;
+}
+
+/** The y encoding of a panel: scale by {@link chooseValueScale}, labels by `stat()`. */
+function valueAxis(metric: string, values: number[], forceLog: boolean): ChartSpec {
+  const kind = chooseValueScale(values, forceLog);
+  const field = { field: "value", type: "quantitative", title: metric };
+  if (kind === "log") {
+    const domain = decadeDomain(values) ?? [0.1, 10];
+    const ticks = decadeTicks(domain);
+    return {
+      ...field,
+      title: `${metric} (log)`,
+      scale: { type: "log", domain, nice: false },
+      axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, stat) },
+    };
+  }
+  if (kind === "symlog") {
+    return {
+      ...field,
+      title: `${metric} (symlog)`,
+      scale: { type: "symlog" },
+      axis: { labelExpr: STAT_LABEL_EXPR },
+    };
+  }
+  // A fixed domain from this panel's own values: zooming the step axis never empties the view.
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  if (!Number.isFinite(lo)) [lo, hi] = [0, 1];
+  const margin = (hi - lo) * 0.05 || Math.abs(hi) * 0.05 || 1;
+  return {
+    ...field,
+    scale: { domain: [lo - margin, hi + margin], nice: false, zero: false },
+    axis: { labelExpr: STAT_LABEL_EXPR },
   };
 }

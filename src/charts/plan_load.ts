@@ -1,11 +1,14 @@
 /**
  * Plan load per replica policy: bytes each process sends and receives, as grouped bars, one
- * panel per policy.
+ * panel per policy. The byte axis ticks at whole binary units and prints them as `bytes()` does
+ * (`12 KiB`, as in the plan-sync table), and tooltips carry the same preformatted text.
  *
  * @module
  */
 
+import { bytes } from "../format/numbers.ts";
 import type { PlanSyncSummary } from "../types/summary.ts";
+import { BYTES_LABEL_EXPR, byteTicks } from "./_axis_labels.ts";
 import { type ChartSpec, CONFIG, SCHEMA_URL } from "./_spec.ts";
 
 /** One bar of the plan-load chart. */
@@ -46,6 +49,7 @@ export function planLoadRows(plans: PlanSyncSummary[]): PlanLoadRow[] {
 export function planLoadSpec(experiment: string, plans: PlanSyncSummary[]): ChartSpec | null {
   const rows = planLoadRows(plans);
   if (rows.length === 0) return null;
+  const ticks = byteTicks(Math.max(...rows.map((r) => r.bytes)));
   return {
     $schema: SCHEMA_URL,
     title: {
@@ -53,7 +57,7 @@ export function planLoadSpec(experiment: string, plans: PlanSyncSummary[]): Char
       subtitle: ["bytes each process sends to / receives from other processes"],
     },
     config: CONFIG,
-    data: { values: rows },
+    data: { values: rows.map((r) => ({ ...r, bytes_text: bytes(r.bytes) })) },
     facet: {
       column: {
         field: "policy",
@@ -65,7 +69,7 @@ export function planLoadSpec(experiment: string, plans: PlanSyncSummary[]): Char
     spec: {
       width: { step: 22 },
       height: 220,
-      mark: { type: "bar", tooltip: true },
+      mark: { type: "bar" },
       encoding: {
         x: {
           field: "process",
@@ -75,13 +79,25 @@ export function planLoadSpec(experiment: string, plans: PlanSyncSummary[]): Char
           axis: { labelAngle: 0 },
         },
         xOffset: { field: "direction", sort: ["send", "receive"] },
-        y: { field: "bytes", type: "quantitative", title: "bytes", axis: { format: "~s" } },
+        y: {
+          field: "bytes",
+          type: "quantitative",
+          title: "bytes",
+          scale: { domain: [0, ticks[ticks.length - 1]], nice: false },
+          axis: { values: ticks, labelExpr: BYTES_LABEL_EXPR },
+        },
         color: {
           field: "direction",
           type: "nominal",
           title: "direction",
           scale: { domain: ["send", "receive"], range: ["#4c78a8", "#f58518"] },
         },
+        tooltip: [
+          { field: "policy", type: "nominal" },
+          { field: "process", type: "nominal" },
+          { field: "direction", type: "nominal" },
+          { field: "bytes_text", type: "nominal", title: "bytes" },
+        ],
       },
     },
   };

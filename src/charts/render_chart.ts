@@ -1,14 +1,17 @@
 /**
  * Headless rendering: vega-lite spec → vega → SVG (renderer "none", no DOM) → PNG through
  * resvg-wasm with the DejaVu Sans font from the `dejavu-fonts-ttf` npm package, so text is drawn
- * identically on every machine. Needs only read permission (for the wasm and the font).
+ * identically on every machine. Text is laid out with that font's advance widths, so labels are not
+ * cut or spaced by vega's canvas-less guess. Needs only read permission (for the wasm and the
+ * font).
  *
  * @module
  */
 
 import type * as VegaLite from "vega-lite";
 import type * as Vega from "vega";
-import type { ChartSpec } from "./_spec.ts";
+import { type ChartSpec, INTERACTIVE_ONLY } from "./_spec.ts";
+import { readAdvanceWidths, vegaTextWidth } from "./_text_width.ts";
 
 // The renderers load on first use: a run whose charts are all reused from the previous run
 // (nothing changed) never pays for vega, vega-lite and resvg start-up.
@@ -35,6 +38,27 @@ async function readResolved(specifier: string): Promise<Uint8Array> {
   return await Deno.readFile(new URL(import.meta.resolve(specifier)));
 }
 
+/** The one font of every PNG (and of the text widths vega lays out with). */
+const FONT = "dejavu-fonts-ttf/ttf/DejaVuSans.ttf";
+
+let metricsPromise: Promise<void> | null = null;
+
+/**
+ * Makes vega lay text out with DejaVu Sans's real advance widths (once per process): without a
+ * canvas it guesses 0.8 em per character, which truncates names that fit and inflates legends.
+ */
+function useFontMetrics(): Promise<void> {
+  if (!metricsPromise) {
+    metricsPromise = Promise.all([loadRenderers(), readResolved(FONT)]).then(([, font]) => {
+      // vega's typings omit textMetrics; assigning its `width` is vega's documented hook.
+      const metrics = (vega as unknown as { textMetrics: { width: unknown } }).textMetrics;
+      metrics.width = vegaTextWidth(readAdvanceWidths(font));
+    });
+    metricsPromise.catch(() => (metricsPromise = null));
+  }
+  return metricsPromise;
+}
+
 /** Initialises resvg-wasm and loads the font, once per process. */
 function ready(): Promise<Uint8Array> {
   if (!wasmPromise) {
@@ -44,7 +68,7 @@ function ready(): Promise<Uint8Array> {
     wasmPromise.catch(() => (wasmPromise = null));
   }
   if (!fontPromise) {
-    fontPromise = readResolved("dejavu-fonts-ttf/ttf/DejaVuSans.ttf");
+    fontPromise = readResolved(FONT);
     fontPromise.catch(() => (fontPromise = null));
   }
   return wasmPromise.then(() => fontPromise!);
@@ -85,11 +109,15 @@ function collectingLogger(warnings: string[]) {
 /**
  * The spec without its interactive-only parts: interval selections bound to scales (zoom/pan in
  * report.html) mean nothing in a static image, and they make vega-lite clip every mark, which
- * roughly doubles resvg's rasterising time.
+ * roughly doubles resvg's rasterising time; layers described as {@link INTERACTIVE_ONLY} (hover
+ * rules, whose voronoi cells cost more to rasterise than the chart) are dropped.
  */
 export function staticSpec(spec: ChartSpec): ChartSpec {
   const strip = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(strip);
+    if (Array.isArray(node)) {
+      return node.filter((n) => (n as ChartSpec | null)?.description !== INTERACTIVE_ONLY)
+        .map(strip);
+    }
     if (node === null || typeof node !== "object") return node;
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(node)) {
@@ -131,6 +159,7 @@ export async function compileSpec(spec: ChartSpec, warnings: string[] = []): Pro
  * ```
  */
 export async function renderSvg(spec: ChartSpec, warnings: string[] = []): Promise<string> {
+  await useFontMetrics();
   const compiled = await compileSpec(staticSpec(spec), warnings);
   const view = new vega.View(vega.parse(compiled), {
     renderer: "none",

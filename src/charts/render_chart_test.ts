@@ -2,6 +2,10 @@ import assert from "node:assert/strict";
 import { lossOverlaySpec } from "./loss_overlay.ts";
 import { renderSvg, staticSpec, svgToPng, writeChart } from "./render_chart.ts";
 import { darkPixels, decodePng } from "../../test/_testing/decode_png.ts";
+import { historyTrendSpec } from "./history_trend.ts";
+import { buildRunCharts } from "./run_charts.ts";
+import { quickstartMasterFromBf16 } from "./_testing.ts";
+import { INTERACTIVE_ONLY } from "./_spec.ts";
 
 const spec = lossOverlaySpec({
   title: "Resume parity loss",
@@ -68,4 +72,53 @@ Deno.test("staticSpec() drops scale-bound zoom selections and keeps everything e
     layer: [{ mark: "line" }, { params: [{ name: "pick", select: "point" }], mark: "point" }],
   });
   assert.equal(interactive.layer[0].params.length, 1, "input untouched");
+  const hover = { layer: [{ mark: "line" }, { description: INTERACTIVE_ONLY, mark: "rule" }] };
+  assert.deepEqual(staticSpec(hover), { layer: [{ mark: "line" }] }, "hover layers dropped");
+});
+
+Deno.test("every chart of a real failing run renders to SVG and PNG without a vega warning", async () => {
+  const { summary, losses } = await quickstartMasterFromBf16();
+  const charts = buildRunCharts({ summary, losses });
+  assert.deepEqual(charts.slice(0, 2).map((c) => c.name), ["divergence", "loss"]);
+  for (const chart of charts) {
+    const warnings: string[] = [];
+    const svg = await renderSvg(chart.spec, warnings);
+    assert.deepEqual(warnings, [], chart.name);
+    // PNGs of the new and reworked layouts (the other diffs share the difference layout).
+    if (["divergence", "loss", "plan-load", "diff-baseline_resume-native"].includes(chart.name)) {
+      const image = decodePng(await svgToPng(svg));
+      assert.ok(
+        image.width > 600 && image.height > 100,
+        `${chart.name}: ${image.width}x${image.height}`,
+      );
+    }
+  }
+  const divergence = await renderSvg(charts[0].spec);
+  assert.match(divergence, /resume-reshard: FAIL, first divergence @ 22/);
+});
+
+Deno.test("the history trend renders to SVG and PNG without a vega warning", async () => {
+  const point = (time: string, verdict: string, maxUlp: number | null) => ({
+    time,
+    experiment: "nightly-quickstart",
+    run_id: time,
+    comparison: "baseline~resume-universal",
+    verdict,
+    max_abs: maxUlp,
+    first_divergent_step: null,
+    max_ulp: maxUlp,
+    ulp_unit: "f32" as const,
+    href: "report.html",
+  });
+  const warnings: string[] = [];
+  const svg = await renderSvg(
+    historyTrendSpec([
+      point("2026-11-28T02:00:00Z", "PASS", 0),
+      point("2026-11-29T02:00:00Z", "FAIL", 2e8),
+      point("2026-11-30T02:00:00Z", "PASS", 3),
+    ]),
+    warnings,
+  );
+  assert.deepEqual(warnings, []);
+  assert.ok(decodePng(await svgToPng(svg)).width > 600);
 });

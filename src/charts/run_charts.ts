@@ -5,26 +5,33 @@
  * @module
  */
 
-import type { RunSummary } from "../types/summary.ts";
+import { culprits } from "../parity/culprit.ts";
+import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
 import type { BandPoint } from "./downsample.ts";
-import { differenceSpec } from "./difference.ts";
-import { lossOverlaySpec } from "./loss_overlay.ts";
+import { alignDifference, differenceSpec, isIdentical } from "./difference.ts";
+import { divergenceSpec } from "./divergence.ts";
+import { divergencePanels } from "./divergence_panels.ts";
+import { lossOverlaySpec, type OverlayDivergence } from "./loss_overlay.ts";
 import { type LossTable, repeatPhases, type Series, seriesOf } from "./losses_table.ts";
 import { planLoadSpec } from "./plan_load.ts";
 import type { ChartSpec } from "./_spec.ts";
 
 /** A chart to render: file stem, caption, spec. */
 export interface NamedChart {
-  /** File stem under `charts/` (`loss`, `diff-<comparison>`, `plan-load`). */
+  /** File stem under `charts/` (`divergence`, `loss`, `diff-<comparison>`, `plan-load`). */
   name: string;
   /** One-line caption used by the reports. */
   caption: string;
   /** Comparison the chart belongs to, if any. */
   comparison?: string;
-  /** False for a chart that shows nothing a reviewer needs (a PASS pair's flat-zero difference). */
-  informative: boolean;
   /** The vega-lite spec. */
   spec: ChartSpec;
+  /**
+   * Whether the chart shows anything a reader needs: false for the difference chart of a PASS
+   * comparison whose two series are bit-identical (a flat zero), true for every other chart.
+   * The reports show only informative charts; every chart is still written.
+   */
+  informative: boolean;
 }
 
 /** Inputs of {@link buildRunCharts}. */
@@ -35,7 +42,10 @@ export interface RunChartsInput {
   losses: LossTable;
   /** Series of a metric other than `loss` (from `metrics.jsonl`); defaults to empty. */
   metricSeries?: (phase: string, metric: string) => Series;
-  /** Logarithmic loss axis (experiment `charts.log_scale`). */
+  /**
+   * Force a logarithmic loss axis (experiment `charts.log_scale`); without it the axis turns
+   * logarithmic by itself when the plotted values span more than three decades.
+   */
   logScale?: boolean;
   /** Display budget per series (experiment `charts.max_points`). */
   maxPoints?: number;
@@ -72,46 +82,88 @@ export function noiseBand(losses: LossTable, baseline = "baseline"): BandPoint[]
 }
 
 /**
- * Lists every chart of a run with its spec: the loss overlay, one difference chart per
- * comparison that has data on both sides, and the plan-load chart when plans carry per-process
- * loads.
+ * The first divergences of the loss comparisons as the overlay draws them: one entry per distinct
+ * step, naming the phases that broke there (the culprits, not side `b` of every failing
+ * comparison: a failing resume~resume comparison blames the side that also fails against the
+ * baseline).
+ */
+export function overlayDivergences(
+  summary: Pick<RunSummary, "phases" | "comparisons">,
+): OverlayDivergence[] {
+  const comparisons = summary.comparisons.filter((c) => c.metric === "loss");
+  const byStep = new Map<number, string[]>();
+  for (const c of culprits({ phases: summary.phases, comparisons })) {
+    if (c.step === null) continue;
+    byStep.set(c.step, [...(byStep.get(c.step) ?? []), c.phase]);
+  }
+  return [...byStep].sort(([x], [y]) => x - y).map(([step, phases]) => ({ step, phases }));
+}
+
+/**
+ * Lists every chart of a run with its spec, in reading order: the divergence chart (when a
+ * comparison failed or a tolerance/drift lane was used), the loss overlay, the difference charts
+ * of failing comparisons, the other difference charts (one per comparison with data on both
+ * sides), and the plan-load chart when plans carry per-process loads.
  */
 export function buildRunCharts(input: RunChartsInput): NamedChart[] {
   const { summary, losses } = input;
   const charts: NamedChart[] = [];
   const repeats = new Set(repeatPhases(losses));
   const baseline = losses.phases[0] ?? "baseline";
+  const seriesFor = (phase: string, metric: string): Series =>
+    metric === "loss"
+      ? seriesOf(losses, phase)
+      : (input.metricSeries?.(phase, metric) ?? { steps: [], values: [] });
+  const band = noiseBand(losses, baseline);
+
+  const selection = divergencePanels(summary, seriesFor);
+  const divergence = divergenceSpec({
+    title: `${summary.experiment}: where each resume path leaves its reference`,
+    saveAt: summary.save_at,
+    panels: selection.panels,
+    identical: selection.identical,
+    noise: band,
+    maxPoints: input.maxPoints,
+  });
+  if (divergence) {
+    charts.push({
+      name: "divergence",
+      caption: "Per resume path: |b − a| per step against what its lane allows, culprits first",
+      spec: divergence,
+      informative: true,
+    });
+  }
+
   // Phases without a single value (a crashed resume) would only add an empty legend entry.
   const overlayPhases = losses.phases.filter((p) =>
     !repeats.has(p) && losses.columns[p].some((v) => v !== null)
   );
-  const divergences = summary.comparisons
-    .filter((c) => c.metric === "loss" && c.first_divergent_step !== null)
-    .map((c) => ({ step: c.first_divergent_step as number, label: c.b }));
   if (overlayPhases.length > 0) {
     charts.push({
       name: "loss",
-      caption: "Loss of every phase, save step and noise floor",
-      informative: true,
+      caption: "Loss of every phase, save step, first divergences and noise floor",
       spec: lossOverlaySpec({
         title: `${summary.experiment}: loss per phase`,
         series: overlayPhases.map((phase) => ({ phase, ...seriesOf(losses, phase) })),
         saveAt: summary.save_at,
-        band: noiseBand(losses, baseline),
+        band,
         logScale: input.logScale,
         maxPoints: input.maxPoints,
-        divergences,
+        divergences: overlayDivergences(summary),
       }),
+      informative: true,
     });
   }
+
   const used = new Set(charts.map((c) => c.name));
-  for (const comparison of summary.comparisons) {
-    const series = (phase: string) =>
-      comparison.metric === "loss"
-        ? seriesOf(losses, phase)
-        : (input.metricSeries?.(phase, comparison.metric) ?? { steps: [], values: [] });
-    const seriesA = series(comparison.a);
-    const seriesB = series(comparison.b);
+  // Failing comparisons first (summary order within each group): they are what a reader opens.
+  const ordered = [
+    ...summary.comparisons.filter((c) => c.verdict === "FAIL"),
+    ...summary.comparisons.filter((c) => c.verdict !== "FAIL"),
+  ];
+  for (const comparison of ordered) {
+    const seriesA = seriesFor(comparison.a, comparison.metric);
+    const seriesB = seriesFor(comparison.b, comparison.metric);
     if (seriesA.steps.length === 0 || seriesB.steps.length === 0) continue;
     let name = `diff-${chartSlug(comparison.name)}`;
     for (let k = 2; used.has(name); k++) name = `diff-${chartSlug(comparison.name)}-${k}`;
@@ -119,21 +171,12 @@ export function buildRunCharts(input: RunChartsInput): NamedChart[] {
     charts.push({
       name,
       comparison: comparison.name,
-      informative: comparison.verdict !== "PASS" || comparison.max_abs !== 0,
       caption: `${comparison.name}: per-step ${comparison.metric} difference (${comparison.lane})`,
-      spec: differenceSpec({
-        name: comparison.name,
-        a: comparison.a,
-        b: comparison.b,
-        metric: comparison.metric,
-        lane: comparison.lane,
-        seriesA,
-        seriesB,
-        firstStep: comparison.first_step,
-        lastStep: comparison.last_step,
-        firstDivergentStep: comparison.first_divergent_step,
-        maxPoints: input.maxPoints,
-      }),
+      spec: differenceSpec(differenceInput(comparison, seriesA, seriesB, input.maxPoints)),
+      informative: !(comparison.verdict === "PASS" &&
+        isIdentical(
+          alignDifference(seriesA, seriesB, comparison.first_step, comparison.last_step),
+        )),
     });
   }
   const plan = planLoadSpec(summary.experiment, summary.plan_sync);
@@ -141,9 +184,33 @@ export function buildRunCharts(input: RunChartsInput): NamedChart[] {
     charts.push({
       name: "plan-load",
       caption: "Send/receive bytes per process and policy",
-      informative: true,
       spec: plan,
+      informative: true,
     });
   }
   return charts;
+}
+
+function differenceInput(
+  comparison: ComparisonSummary,
+  seriesA: Series,
+  seriesB: Series,
+  maxPoints: number | undefined,
+) {
+  return {
+    name: comparison.name,
+    a: comparison.a,
+    b: comparison.b,
+    metric: comparison.metric,
+    lane: comparison.lane,
+    seriesA,
+    seriesB,
+    firstStep: comparison.first_step,
+    lastStep: comparison.last_step,
+    firstDivergentStep: comparison.first_divergent_step,
+    rtol: comparison.rtol,
+    atol: comparison.atol,
+    drift: comparison.drift,
+    maxPoints,
+  };
 }
