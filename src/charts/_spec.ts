@@ -152,3 +152,18 @@ export function bottomLegend(labels: readonly string[], width: number = WIDTH): 
     labelLimit: Math.max(width, longest),
   };
 }
+
+/**
+ * Tooltip of one aligned step of a comparison: the preformatted `*_text` fields (the shared
+ * number format) under the phase names.
+ */
+export function differenceTooltip(a: string, b: string): ChartSpec[] {
+  return [
+    { field: "step", type: "quantitative", title: "step", format: "d" },
+    { field: "a_text", type: "nominal", title: a },
+    { field: "b_text", type: "nominal", title: b },
+    { field: "diff_text", type: "nominal", title: "b − a" },
+    { field: "ulp_text", type: "nominal", title: "ULP distance" },
+    { field: "allowed_text", type: "nominal", title: "allowed |b − a|" },
+  ];
+}

@@ -26,6 +26,7 @@ import { DEFAULT_MAX_POINTS, downsampleIndices } from "./downsample.ts";
 import {
   type ChartSpec,
   CONFIG,
+  differenceTooltip,
   FAIL_COLOR,
   finiteOrNull,
   HEIGHT,
@@ -185,14 +186,7 @@ export function differenceSpec(input: DifferenceInput): ChartSpec {
       allowed_text: allowed ? stat(limit) : "0 (exact)",
     };
   });
-  const tooltip = [
-    { field: "step", type: "quantitative", title: "step", format: "d" },
-    { field: "a_text", type: "nominal", title: input.a },
-    { field: "b_text", type: "nominal", title: input.b },
-    { field: "diff_text", type: "nominal", title: "b − a" },
-    { field: "ulp_text", type: "nominal", title: "ULP distance" },
-    { field: "allowed_text", type: "nominal", title: "allowed |b − a|" },
-  ];
+  const tooltip = differenceTooltip(input.a, input.b);
   const divergence = input.firstDivergentStep ?? null;
   const dense = values.length > 200;
   const pointColor = {

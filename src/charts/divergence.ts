@@ -24,6 +24,7 @@ import { type BandPoint, DEFAULT_MAX_POINTS, downsampleIndices } from "./downsam
 import {
   type ChartSpec,
   CONFIG,
+  differenceTooltip,
   FAIL_COLOR,
   indexOfStep,
   SCHEMA_URL,
@@ -294,14 +295,7 @@ function plotView(
 ): ChartSpec {
   const c = prepared.panel.comparison;
   const x = stepAxis(o.range, false, o.width);
-  const tooltip = [
-    { field: "step", type: "quantitative", title: "step", format: "d" },
-    { field: "a_text", type: "nominal", title: c.a },
-    { field: "b_text", type: "nominal", title: c.b },
-    { field: "diff_text", type: "nominal", title: "b − a" },
-    { field: "ulp_text", type: "nominal", title: "ULP distance" },
-    { field: "allowed_text", type: "nominal", title: "allowed |b − a|" },
-  ];
+  const tooltip = differenceTooltip(c.a, c.b);
   const data = { name: `panel_${index}` };
   // The zoomed column draws only its steps: filtering is far cheaper to rasterise than clipping.
   const inRange = [{ filter: { field: "step", range: o.range } }];

@@ -4,7 +4,7 @@ import type { ComparisonSummary, PhaseSummary, Verdict } from "../types/summary.
 import { ulpDistanceIn, type UlpUnit } from "../parity/ulp.ts";
 import { bytes, comparisonUlpText, count, exact, seconds, stat } from "../format/numbers.ts";
 import { verdictLabel } from "./_format.ts";
-import { culprits } from "../parity/culprit.ts";
+import { type Culprit, culprits } from "../parity/culprit.ts";
 import type { LoadedRun } from "./load_run.ts";
 
 /** A table cell: plain text, optionally a link (relative path). */
@@ -382,11 +382,14 @@ export function detailTable(run: LoadedRun, cmp: ComparisonSummary, radius = 5):
   };
 }
 
-/** Comparisons that get their own details block: every FAIL, and ERRORs with a divergent step. */
-export function failingComparisons(run: LoadedRun): ComparisonSummary[] {
-  return run.summary.comparisons.filter((c) =>
-    c.verdict === "FAIL" || (c.verdict === "ERROR" && c.first_divergent_step !== null)
-  );
+/** The comparison that shows a culprit's divergence best: against a reference phase first. */
+export function culpritComparison(
+  culprit: Culprit,
+  comparisons: ComparisonSummary[],
+): ComparisonSummary | undefined {
+  const mine = comparisons.filter((c) => culprit.comparisons.includes(c.name));
+  return mine.find((c) => c.b === culprit.phase && c.first_divergent_step === culprit.step) ??
+    mine[0];
 }
 
 /**

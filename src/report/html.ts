@@ -15,6 +15,7 @@ import { badge, chartBlock, htmlPage } from "./_page.ts";
 import {
   type Cell,
   comparisonsTable,
+  culpritComparison,
   detailTable,
   diagnosticsTable,
   divergenceValues,
@@ -84,9 +85,7 @@ function divergedHtml(run: LoadedRun): string {
   const s = run.summary;
   const parts: string[] = [];
   for (const culprit of culprits(s)) {
-    const cmp = s.comparisons.find((c) =>
-      culprit.comparisons.includes(c.name) && c.b === culprit.phase
-    ) ?? s.comparisons.find((c) => c.name === culprit.comparisons[0]);
+    const cmp = culpritComparison(culprit, s.comparisons);
     const where = culprit.step === null
       ? "no divergent step"
       : `first diverges at step ${culprit.step}`;

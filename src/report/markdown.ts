@@ -15,6 +15,7 @@ import { escapeHtml, verdictLabel } from "./_format.ts";
 import {
   type Cell,
   comparisonsTable,
+  culpritComparison,
   detailTable,
   diagnosticsTable,
   divergenceValues,
@@ -30,7 +31,7 @@ import {
 } from "./_tables.ts";
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
-import type { ComparisonSummary, GoldenSummary, Verdict } from "../types/summary.ts";
+import type { GoldenSummary, Verdict } from "../types/summary.ts";
 import { type Culprit, culprits } from "../parity/culprit.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */
@@ -184,16 +185,6 @@ interface Section {
   text: string;
   /** Shorter stand-in (a line pointing at report.html); omitted sections are dropped last first. */
   brief?: string;
-}
-
-/** The comparison that shows a culprit's divergence best: against a reference phase first. */
-function culpritComparison(
-  culprit: Culprit,
-  comparisons: ComparisonSummary[],
-): ComparisonSummary | undefined {
-  const mine = comparisons.filter((c) => culprit.comparisons.includes(c.name));
-  return mine.find((c) => c.b === culprit.phase && c.first_divergent_step === culprit.step) ??
-    mine[0];
 }
 
 function culpritBlock(
