@@ -4,6 +4,7 @@ import { launchChromium } from "../../test/_testing/chromium.ts";
 import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
 import { renderRun } from "./render_run.ts";
 import { htmlTable, scriptJson, scriptText } from "./html.ts";
+import { appendHistory, renderHistoryView } from "./history.ts";
 
 const TEST_OUTPUT = new URL("../../test_output/", import.meta.url);
 
@@ -124,4 +125,48 @@ Deno.test("htmlTable() escapes cells and marks numeric columns", () => {
     }),
     '<p class="empty">nothing &lt;here&gt;</p>',
   );
+});
+
+Deno.test("parity history page: the trend renders offline and each point links to its run's report", async () => {
+  const browser = await launchChromium();
+  const tmp = await Deno.makeTempDir({ prefix: "parity_history_html_" });
+  try {
+    for (
+      const [verdict, runId, finishedAt] of [
+        ["PASS", "20261128T020000Z-aa", "2026-11-28T02:00:41Z"],
+        ["FAIL", "20261129T020000Z-bb", "2026-11-29T02:00:41Z"],
+      ] as const
+    ) {
+      const run = await makeFixtureRun(tmp, { verdict, runId, finishedAt });
+      await renderRun(run.runDir);
+      await appendHistory(tmp, run.summary, run.runDir);
+    }
+    const view = (await renderHistoryView(tmp))!;
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(String(error)));
+    await page.goto(new URL(`file://${view.html}`).href, { waitUntil: "load" });
+    await page.waitForFunction(() => document.body.dataset.chartsRendered !== undefined);
+    const state = await page.evaluate(() => ({
+      rendered: document.body.dataset.chartsRendered,
+      tableLinks: [...document.querySelectorAll("#table-history a")].map((a) =>
+        (a as HTMLAnchorElement).href
+      ),
+    }));
+    assert.deepEqual(errors, []);
+    assert.equal(state.rendered, "1");
+    // Every run link in the table opens an existing report.
+    assert.ok(state.tableLinks.length > 0);
+    for (const href of new Set(state.tableLinks)) {
+      assert.ok((await Deno.stat(new URL(href))).isFile, href);
+    }
+    // Clicking a point of the trend opens that run's report.
+    await page.locator("#chart-0 svg g.mark-symbol path").first().click({ force: true });
+    await page.waitForURL(/\/quickstart\/2026112\dT020000Z-\w+\/report\.html$/, {
+      timeout: 10_000,
+    });
+  } finally {
+    await browser.close();
+    await Deno.remove(tmp, { recursive: true });
+  }
 });
