@@ -2,7 +2,7 @@
 // and vega `labelExpr`s that print values exactly as src/format/numbers.ts does. Vega's own
 // formats (`~s`, `.3~e`, U+2212 minus) disagree with the tables, so every label goes through here.
 
-import { BYTE_UNITS, STAT_DIGITS } from "../format/numbers.ts";
+import { BYTE_UNITS, stat, STAT_DIGITS } from "../format/numbers.ts";
 
 /**
  * Decade-aligned domain of the positive finite values (`[1e-7, 1e-2]`), null when there is none.
@@ -78,6 +78,21 @@ export function lookupLabelExpr(values: readonly number[], text: (v: number) => 
     expr = `datum.value === ${JSON.stringify(v)} ? ${JSON.stringify(text(v))} : ${expr}`;
   }
   return expr;
+}
+
+/**
+ * The scale and axis of a log axis over a decade-aligned `domain`: decade ticks labelled as the
+ * tables print them, no rounding of the domain (the ticks must stay on it).
+ */
+export function logAxis(domain: [number, number], maxTicks = 6): {
+  scale: { type: "log"; domain: [number, number]; nice: false };
+  axis: { values: number[]; labelExpr: string };
+} {
+  const values = decadeTicks(domain, maxTicks);
+  return {
+    scale: { type: "log", domain, nice: false },
+    axis: { values, labelExpr: lookupLabelExpr(values, stat) },
+  };
 }
 
 // d3-format writes U+2212 for minus; the tables use "-".

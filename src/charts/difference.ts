@@ -15,7 +15,7 @@ import { ulpDistanceIn, type UlpUnit, ulpUnitOf } from "../parity/ulp.ts";
 import type { DriftSummary } from "../types/summary.ts";
 import {
   decadeDomain,
-  decadeTicks,
+  logAxis,
   lookupLabelExpr,
   STAT_LABEL_EXPR,
   ulpTicks,
@@ -307,14 +307,12 @@ export function differenceSpec(input: DifferenceInput): ChartSpec {
   } else {
     const yDomain = decadeDomain([...values.map((v) => v.abs), ...(allowed ?? [])]) ??
       [1e-8, 1];
-    const ticks = decadeTicks(yDomain);
     const logX = stepAxis(domain, !hasStrip);
     const logY = {
       field: "abs",
       type: "quantitative",
       title: "|b − a| (log)",
-      scale: { type: "log", domain: yDomain, nice: false },
-      axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, stat) },
+      ...logAxis(yDomain),
     };
     magnitude = [{
       width: WIDTH,

@@ -15,7 +15,7 @@
  */
 
 import { comparisonUlpText, exact, stat, ulps } from "../format/numbers.ts";
-import { decadeDomain, decadeTicks, lookupLabelExpr } from "./_axis_labels.ts";
+import { decadeDomain, logAxis } from "./_axis_labels.ts";
 import { allowedDifference } from "./_envelope.ts";
 import { ulpUnitOfRows } from "./difference.ts";
 import { IDENTICAL_LABEL, stripKinds, type StripRun, stripRuns, stripView } from "./_strip.ts";
@@ -112,14 +112,7 @@ export function divergenceSpec(input: DivergenceInput): ChartSpec | null {
     ...prepared.flatMap((p) => p.values.map((v) => v.allowed)),
     ...noiseDrawn.map((p) => p.spread),
   ]) ?? [1e-8, 1];
-  const ticks = decadeTicks(yDomain, 5);
-  const y = {
-    field: "abs",
-    type: "quantitative",
-    title: "|b − a|",
-    scale: { type: "log", domain: yDomain, nice: false },
-    axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, stat) },
-  };
+  const y = { field: "abs", type: "quantitative", title: "|b − a|", ...logAxis(yDomain, 5) };
 
   const insets = prepared.map((p) =>
     insetRange(saveAt, p.panel.comparison.first_divergent_step, domain)

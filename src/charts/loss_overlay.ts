@@ -13,8 +13,8 @@
  * @module
  */
 
-import { exact, stat } from "../format/numbers.ts";
-import { decadeDomain, decadeTicks, lookupLabelExpr, STAT_LABEL_EXPR } from "./_axis_labels.ts";
+import { exact } from "../format/numbers.ts";
+import { decadeDomain, logAxis, STAT_LABEL_EXPR } from "./_axis_labels.ts";
 import {
   type BandPoint,
   DEFAULT_MAX_POINTS,
@@ -399,14 +399,7 @@ function valueAxis(metric: string, values: number[], forceLog: boolean): ChartSp
   const kind = chooseValueScale(values, forceLog);
   const field = { field: "value", type: "quantitative", title: metric };
   if (kind === "log") {
-    const domain = decadeDomain(values) ?? [0.1, 10];
-    const ticks = decadeTicks(domain);
-    return {
-      ...field,
-      title: `${metric} (log)`,
-      scale: { type: "log", domain, nice: false },
-      axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, stat) },
-    };
+    return { ...field, title: `${metric} (log)`, ...logAxis(decadeDomain(values) ?? [0.1, 10]) };
   }
   if (kind === "symlog") {
     return {

@@ -1,11 +1,20 @@
 // The report's tables as plain data, so Markdown and HTML show exactly the same content.
 
 import type { ComparisonSummary, PhaseSummary, Verdict } from "../types/summary.ts";
-import { ulpDistanceIn, type UlpUnit } from "../parity/ulp.ts";
-import { bytes, comparisonUlpText, count, exact, seconds, stat } from "../format/numbers.ts";
+import { ulpDistanceIn } from "../parity/ulp.ts";
+import {
+  bytes,
+  comparisonUlp,
+  comparisonUlpText,
+  count,
+  exact,
+  seconds,
+  stat,
+} from "../format/numbers.ts";
 import { verdictLabel } from "./_format.ts";
 import { type Culprit, culprits } from "../parity/culprit.ts";
 import type { LoadedRun } from "./load_run.ts";
+import type { PreviousRun } from "./history.ts";
 
 /** A table cell: plain text, optionally a link (relative path). */
 export interface Cell {
@@ -49,12 +58,11 @@ export function verdictCell(verdict: Verdict | "N/A", suffix = ""): Cell {
 
 /**
  * How a comparison compares with the experiment's previous run (`history.csv`): `was PASS` when
- * the verdict changed, `max abs was …` when only the size changed, `unchanged`, `new comparison`,
- * or `first run`.
+ * the verdict changed, `max abs was …` when only the size changed, `unchanged`, or
+ * `new comparison`.
  */
-export function versusPrevious(run: LoadedRun, cmp: ComparisonSummary): string {
-  if (run.previous === null) return "first run";
-  const before = run.previous.comparisons.get(cmp.name);
+export function versusPrevious(previous: PreviousRun, cmp: ComparisonSummary): string {
+  const before = previous.comparisons.get(cmp.name);
   if (before === undefined) return "new comparison";
   if (before.comparison_verdict !== cmp.verdict) return `was ${before.comparison_verdict || "—"}`;
   const abs = before.max_abs === "" ? null : Number(before.max_abs);
@@ -87,7 +95,7 @@ export type ComparisonRows = "all" | "differing";
  */
 export function comparisonsTable(run: LoadedRun, which: ComparisonRows = "all"): Table {
   const shown = run.summary.comparisons.filter((cmp) => which === "all" || cmp.verdict !== "PASS");
-  const history = run.previous !== null;
+  const previous = run.previous;
   const rows = shown.map((cmp) => {
     const d = divergenceValues(run, cmp);
     const window = cmp.first_step === null ? "—" : `${cmp.first_step}–${cmp.last_step ?? "?"}`;
@@ -101,7 +109,7 @@ export function comparisonsTable(run: LoadedRun, which: ComparisonRows = "all"):
       c(comparisonUlpText(cmp)),
       c(`${cmp.lane}${cmp.metric === "loss" ? "" : ` (${cmp.metric})`}`),
       c(window),
-      ...(history ? [c(versusPrevious(run, cmp))] : []),
+      ...(previous ? [c(versusPrevious(previous, cmp))] : []),
       c(cmp.lane_reason ?? "—"),
     ];
   });
@@ -118,7 +126,7 @@ export function comparisonsTable(run: LoadedRun, which: ComparisonRows = "all"):
       "max ULP",
       "lane",
       "window",
-      ...(history ? ["vs last run"] : []),
+      ...(previous ? ["vs last run"] : []),
       "why this lane",
     ],
     numeric: [
@@ -131,7 +139,7 @@ export function comparisonsTable(run: LoadedRun, which: ComparisonRows = "all"):
       true,
       false,
       false,
-      ...(history ? [false] : []),
+      ...(previous ? [false] : []),
       false,
     ],
     rows,
@@ -331,6 +339,8 @@ export function divergenceDetail(run: LoadedRun, cmp: ComparisonSummary, radius 
   if (step === null) return [];
   const sa = run.series(cmp.a, cmp.metric);
   const sb = run.series(cmp.b, cmp.metric);
+  // The precision the parity engine counted this comparison's ULPs in.
+  const unit = comparisonUlp(cmp)?.unit ?? "f64";
   const steps = new Set<number>();
   // Only the compared window: steps before the resume have no b value and would be rows of "—".
   const inWindow = (s: number) =>
@@ -352,15 +362,10 @@ export function divergenceDetail(run: LoadedRun, cmp: ComparisonSummary, radius 
       a,
       b,
       diff: both ? b - a : null,
-      ulp: both ? ulpDistanceIn(ulpUnitOfComparison(cmp), a, b) : null,
+      ulp: both ? ulpDistanceIn(unit, a, b) : null,
       divergent: s === step,
     };
   });
-}
-
-/** The unit the parity engine counted this comparison's ULPs in (float32 when both series are). */
-function ulpUnitOfComparison(cmp: ComparisonSummary): UlpUnit {
-  return cmp.max_ulp_f32 !== undefined && cmp.max_ulp_f32 !== null ? "f32" : "f64";
 }
 
 /** A divergence detail as a table. */
@@ -375,7 +380,13 @@ export function detailTable(run: LoadedRun, cmp: ComparisonSummary, radius = 5):
   return {
     id: `detail-${cmp.name}`,
     title: cmp.name,
-    headers: ["step", `a: ${cmp.a}`, `b: ${cmp.b}`, "b − a", `ULP (${ulpUnitOfComparison(cmp)})`],
+    headers: [
+      "step",
+      `a: ${cmp.a}`,
+      `b: ${cmp.b}`,
+      "b − a",
+      `ULP (${comparisonUlp(cmp)?.unit ?? "f64"})`,
+    ],
     numeric: [false, true, true, true, true],
     rows,
     empty: "No values around the divergent step.",

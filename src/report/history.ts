@@ -281,6 +281,8 @@ export interface HistoryViewOptions {
   experiment?: string;
   /** Newest rows shown in the Markdown table (default 30; the HTML page lists every row). */
   limit?: number;
+  /** The rows of `history.csv` when the caller has read them already. */
+  rows?: HistoryRow[];
 }
 
 /** What {@linkcode renderHistoryView} wrote and the Markdown it returns. */
@@ -304,7 +306,7 @@ export async function renderHistoryView(
 ): Promise<HistoryView | undefined> {
   const { experiment, limit = 30 } = options;
   const dir = resultsDir.replace(/\/+$/, "") || "/";
-  const all = await readHistory(dir);
+  const all = options.rows ?? await readHistory(dir);
   const rows = experiment === undefined ? all : all.filter((r) => r.experiment === experiment);
   if (rows.length === 0) return undefined;
   const title = experiment ? `parity history: ${experiment}` : "parity history";

@@ -32,8 +32,6 @@ import {
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
 
-export { scriptJson, scriptText } from "./_page.ts";
-
 function htmlCell(cell: Cell, numeric: boolean): string {
   const link = (text: string, href: string) =>
     `<a href="${escapeHtml(encodeURI(href))}">${escapeHtml(text)}</a>`;

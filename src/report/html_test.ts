@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { launchChromium } from "../../test/_testing/chromium.ts";
 import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
 import { renderRun } from "./render_run.ts";
-import { htmlTable, scriptJson, scriptText } from "./html.ts";
+import { htmlTable } from "./html.ts";
+import { scriptJson, scriptText } from "./_page.ts";
 import { appendHistory, renderHistoryView } from "./history.ts";
 
 const TEST_OUTPUT = new URL("../../test_output/", import.meta.url);

@@ -9,7 +9,7 @@
  */
 
 import type { RunSummary } from "../types/summary.ts";
-import { comparisonUlpText, exact, MISSING } from "../format/numbers.ts";
+import { comparisonUlpText, exact } from "../format/numbers.ts";
 import { blamedPhases } from "../parity/culprit.ts";
 import { stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
@@ -65,6 +65,11 @@ function secondsAttr(value: number | null | undefined): string {
   return Number.isFinite(value) && (value as number) >= 0 ? (value as number).toFixed(3) : "0.000";
 }
 
+/** A property value: the formatted number, or empty (the property is then left out). */
+function known(value: number | null, format: (v: number) => string): string {
+  return value === null ? "" : format(value);
+}
+
 function casesOf(run: JunitRun): Case[] {
   const s = run.summary;
   const exp = s.experiment;
@@ -115,9 +120,9 @@ function casesOf(run: JunitRun): Case[] {
       properties: [
         ["lane", c.lane],
         ["verdict", c.verdict],
-        ["first_divergent_step", exact(c.first_divergent_step).replace(MISSING, "")],
-        ["max_abs", exact(c.max_abs).replace(MISSING, "")],
-        ["max_ulp", comparisonUlpText(c).replace(MISSING, "")],
+        ["first_divergent_step", known(c.first_divergent_step, exact)],
+        ["max_abs", known(c.max_abs, exact)],
+        ["max_ulp", known(c.max_ulp, () => comparisonUlpText(c))],
         ["culprit", blamedPhases(c, s).join(", ")],
         ["state_components", stateOf(c.b).join(", ")],
       ],

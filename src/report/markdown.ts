@@ -124,6 +124,9 @@ export const GITHUB_COMMENT_LIMIT = 65_536;
 /** What report.md may use: the limit less room for a CI job's own header or footer. */
 export const COMMENT_BUDGET = 60_000;
 
+/** Rows of the "What differs" table kept when the comment must shrink. */
+const BRIEF_ROWS = 30;
+
 /** Options of {@link renderMarkdown}. */
 export interface MarkdownOptions {
   /**
@@ -281,11 +284,19 @@ function sections(
   out.push(stateSection(run, resolve));
   const differs = comparisonsTable(run, "differing");
   const pass = passLine(run);
-  out.push({
-    text: differs.rows.length === 0
-      ? pass
-      : `### ${differs.title}\n\n${mdTable(differs, resolve)}${pass ? `\n\n${pass}` : ""}`,
-  });
+  const differsText = (shown: Table) =>
+    `### ${differs.title}\n\n${mdTable(shown, resolve)}` +
+    (shown.rows.length < differs.rows.length
+      ? `\n\n_${differs.rows.length - shown.rows.length} more comparisons differ: see report.html._`
+      : "") +
+    (pass ? `\n\n${pass}` : "");
+  out.push(
+    differs.rows.length === 0 ? { text: pass } : {
+      text: differsText(differs),
+      // The first rows are the ones a reviewer reads; the rest stay in report.html.
+      brief: differsText({ ...differs, rows: differs.rows.slice(0, BRIEF_ROWS) }),
+    },
+  );
   if (s.golden) out.push({ text: goldenLine(s.golden) });
   const broken = culprits(s);
   if (broken.length > 0) {

@@ -224,7 +224,7 @@ export async function writeSuiteIndex(
     }
   }
   const history = await readHistory(root);
-  const trend = await renderHistoryView(root);
+  const trend = await renderHistoryView(root, { rows: history });
   const links: SuiteLinks = trend ? { trend: relative(dir, trend.html) } : {};
   const rows = rowsOf(dir, entries, history, options.imageBaseUrl);
   await writeTextAtomic(`${dir}/index.md`, suiteMarkdown(rows, entries, time, links));
