@@ -449,6 +449,10 @@ def main(argv: list[str]) -> int:
                                        "train": round(train_s, 3), "save": round(save_s, 3)},
                           "steps": [first, a.stop_at]}), flush=True)
     dist.barrier()
+    # Without this, Gloo's worker threads can still hold tensors while the interpreter finalizes,
+    # and a rank dies with SIGABRT after a successful run (seen intermittently under load; see
+    # docs/deepspeed.md). Only on success: after an exception the peers may be mid-collective.
+    dist.destroy_process_group()
     return 0
 
 
