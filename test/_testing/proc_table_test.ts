@@ -1,5 +1,10 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { findProcesses, uniqueMarker, waitForNoProcesses } from "./proc_table.ts";
+import {
+  findProcesses,
+  type ProcessEntry,
+  uniqueMarker,
+  waitForNoProcesses,
+} from "./proc_table.ts";
 
 Deno.test("findProcesses() lists a live process by a marker in its argv, then not after it exits", async () => {
   const marker = uniqueMarker("proc-table");
@@ -10,8 +15,11 @@ Deno.test("findProcesses() lists a live process by a marker in its argv, then no
     stderr: "null",
   }).spawn();
   try {
+    // Until bash has exec'd: before that the marker is already in bash's own argv.
+    const execed = (list: ProcessEntry[]) =>
+      list.length > 0 && list[0].argv[0] === `${marker}-sleeper`;
     let found = await findProcesses(marker);
-    for (let i = 0; i < 100 && found.length === 0; i++) {
+    for (let i = 0; i < 100 && !execed(found); i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       found = await findProcesses(marker);
     }
