@@ -147,8 +147,59 @@ class CheckpointTensors:
             raise ExecutionError(f"no optimizer parameter group {wanted} (groups: {names})")
         return names.index(wanted)
 
-    def _zero3(self, name: str, ep_rank: int, kind: str) -> Any:
-        raise ExecutionError("ZeRO-3 checkpoints are not read yet")
+    def _zero3(self, name: str, ep_rank: int, kind: str) -> Optional[Any]:
+        """ZeRO-3: every parameter is partitioned on its own over the expert-data-parallel group
+        (partition ``k`` of a parameter is elements ``[k·ps, (k+1)·ps)``, ``ps = ceil(numel / p)``),
+        and a sub-group's flat fp32 tensor concatenates its parameters' partitions in
+        ``param_shapes`` order. ZeRO-3 saves no module weights: a load rebuilds them from the fp32
+        master, so the module weight here is that master rounded to the module's dtype."""
+        import torch
+        if kind == "module":
+            master = self._zero3(name, ep_rank, "fp32")
+            dtype = torch.bfloat16 if self._precision() == "bf16" else torch.float32
+            return None if master is None else master.to(dtype)
+        group = expert_data_parallel_group(ep_rank, self.world, self.ep_size)
+        wanted = f"ep_size_{self.ep_size}"
+        parts = []
+        for process in group:
+            osd = self._optimizer_file(process)["optimizer_state_dict"]
+            subs = [g for g in osd["ds_zero_partition_groups"] if wanted in g.get("group_names", [])]
+            if len(subs) != 1:
+                raise ExecutionError(f"ZeRO-3: expected one sub-group for {wanted}, found {len(subs)}")
+            sub = subs[0]["sub_group"]
+            if kind == "fp32":
+                flat = osd["fp32_flat_groups"][sub]
+            else:
+                state = osd["optimizer_state_dict"]["state"].get(sub, {})
+                if kind not in state:
+                    return None
+                flat = state[kind]
+            parts.append(flat)
+        count = len(group)
+        names, shapes = self._zero3_group_params(wanted)
+        offset = 0
+        for other, shape in zip(names, shapes):
+            numel = 1
+            for dim in shape:
+                numel *= int(dim)
+            ps = -(-numel // count)
+            if other == name:
+                full = torch.cat([flat.narrow(0, offset, ps) for flat in parts])[:numel]
+                return full.float().view([int(d) for d in shape])
+            offset += ps
+        raise ExecutionError(f"ZeRO-3: {name} is not in the {wanted} sub-group")
+
+    def _zero3_group_params(self, group_name: str) -> Tuple[List[str], List[Any]]:
+        states = _load(os.path.join(self.folder, self.saved["model_states_file"]))
+        for shapes in states["param_shapes"]:
+            names = list(shapes)
+            if names and all(n in self._param_layer for n in names):
+                return names, [list(shapes[n]) for n in names]
+        raise ExecutionError(f"ZeRO-3: no parameter group of {group_name} in param_shapes")
+
+    def _precision(self) -> str:
+        states = _load(os.path.join(self.folder, self.saved["model_states_file"]))
+        return "bf16" if (states.get("ds_config") or {}).get("bf16", {}).get("enabled") else "fp32"
 
 
 def _as_flat(tensor: Any) -> Any:

@@ -11,7 +11,7 @@ import {
   seconds,
   stat,
 } from "../format/numbers.ts";
-import { verdictLabel } from "./_format.ts";
+import { plannerText, secondOpinionText, verdictLabel } from "./_format.ts";
 import { type Culprit, culprits } from "../parity/culprit.ts";
 import type { LoadedRun } from "./load_run.ts";
 import type { PreviousRun } from "./history.ts";
@@ -183,8 +183,11 @@ export function planTable(run: LoadedRun): Table {
       "max process load",
       "mean process load",
       "reshard that ran",
+      "planner",
+      "second opinion",
+      "executed on the checkpoint's bytes",
     ],
-    numeric: [false, false, true, true, true, true, true, false],
+    numeric: [false, false, true, true, true, true, true, false, false, false, false],
     rows: run.summary.plan_sync.map((p) => [
       c(p.policy),
       p.verified ? verdictCell("PASS") : verdictCell("FAIL", p.error ? `: ${p.error}` : ""),
@@ -194,6 +197,9 @@ export function planTable(run: LoadedRun): Table {
       c(bytes(p.max_process_bytes)),
       c(bytes(p.mean_process_bytes)),
       c(reshardVerdict(run, p.reshard_resumes ?? [])),
+      c(plannerText(p.planner) || "—"),
+      c(secondOpinionText(p.second_opinion) || "—"),
+      p.execution ? verdictCell(p.execution.verdict, `: ${p.execution.reason}`) : c("—"),
     ]),
     empty: "No plan-sync policies in this experiment.",
   };
