@@ -36,6 +36,10 @@ import time
 from types import SimpleNamespace
 
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
+# DeepSpeed JIT-builds its ops into torch's extension cache, one folder per op name: two venvs
+# (another DeepSpeed version, another checkout) sharing ~/.cache/torch_extensions rebuild each
+# other's ops on every launch and wait on each other's build lock. One cache per environment.
+os.environ.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(sys.prefix, "torch_extensions"))
 
 import numpy  # noqa: E402
 import torch  # noqa: E402
