@@ -63,7 +63,7 @@ class CheckpointTensors:
         self.ep_size = int(self.layers[0]["ep_size"])
         self.world = self.ep_size * int(self.layers[0]["expert_data_parallel_world_size"])
         self.zero_stage = int(self.saved.get("zero_stage") or 0)
-        self._optim: Dict[int, Any] = {}
+        self._files: Dict[str, Any] = {}  # each file is read once, whatever asks for it
         files = {}
         for path in glob.glob(os.path.join(folder, "*optim_states.pt")):
             m = _OPTIM_FILE.search(os.path.basename(path))
@@ -86,7 +86,7 @@ class CheckpointTensors:
             if not os.path.exists(path):
                 raise ExecutionError(f"{path}: missing (ZeRO-{self.zero_stage} keeps one file per expert)")
             key = f"{name}.{expert}"
-            state = _load(path)
+            state = self._file(path)
             if key not in state:
                 raise ExecutionError(f"{path}: no tensor {key}")
             rows.append(state[key])
@@ -104,7 +104,6 @@ class CheckpointTensors:
                                  "(ZeRO 1, 2 and 3 are)")
         group = expert_data_parallel_group(ep_rank, self.world, self.ep_size)
         pieces: List[Tuple[int, Any]] = []
-        shape = None
         for index, process in enumerate(group):
             osd = self._optimizer_file(process)["optimizer_state_dict"]
             gi = self._expert_group_index(osd)
@@ -123,9 +122,7 @@ class CheckpointTensors:
             raise ExecutionError(f"{name}: in no optimizer partition of EP rank {ep_rank}")
         pieces.sort(key=lambda item: item[0])
         import torch
-        flat = torch.cat([t.float() for _, t in pieces])
-        shape = self._local_shape(name)
-        return flat.view(shape)
+        return torch.cat([t.float() for _, t in pieces]).view(self._local_shape(name))
 
     def _local_shape(self, name: str) -> List[int]:
         layer = self._param_layer[name]
@@ -133,12 +130,18 @@ class CheckpointTensors:
         logical = list(param["logical_shape"])
         return [logical[0] // self.ep_size, *logical[1:]]
 
+    def _file(self, path: str) -> Any:
+        if path not in self._files:
+            self._files[path] = _load(path)
+        return self._files[path]
+
+    def _model_states(self) -> Any:
+        return self._file(os.path.join(self.folder, self.saved["model_states_file"]))
+
     def _optimizer_file(self, process: int) -> Any:
-        if process not in self._optim:
-            if process not in self._optim_files:
-                raise ExecutionError(f"{self.folder}: no optimizer file of process {process}")
-            self._optim[process] = _load(self._optim_files[process])
-        return self._optim[process]
+        if process not in self._optim_files:
+            raise ExecutionError(f"{self.folder}: no optimizer file of process {process}")
+        return self._file(self._optim_files[process])
 
     def _expert_group_index(self, osd: Any) -> int:
         names = [g.get("name") for g in osd["base_optimizer_state"]["param_groups"]]
@@ -190,16 +193,15 @@ class CheckpointTensors:
         raise ExecutionError(f"ZeRO-3: {name} is not in the {wanted} sub-group")
 
     def _zero3_group_params(self, group_name: str) -> Tuple[List[str], List[Any]]:
-        states = _load(os.path.join(self.folder, self.saved["model_states_file"]))
-        for shapes in states["param_shapes"]:
+        for shapes in self._model_states()["param_shapes"]:
             names = list(shapes)
             if names and all(n in self._param_layer for n in names):
                 return names, [list(shapes[n]) for n in names]
         raise ExecutionError(f"ZeRO-3: no parameter group of {group_name} in param_shapes")
 
     def _precision(self) -> str:
-        states = _load(os.path.join(self.folder, self.saved["model_states_file"]))
-        return "bf16" if (states.get("ds_config") or {}).get("bf16", {}).get("enabled") else "fp32"
+        config = self._model_states().get("ds_config") or {}
+        return "bf16" if (config.get("bf16") or {}).get("enabled") else "fp32"
 
 
 def _as_flat(tensor: Any) -> Any:
