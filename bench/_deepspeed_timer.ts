@@ -218,9 +218,10 @@ export async function startDeepSpeedTimer(): Promise<DeepSpeedTimer> {
 
 /** The lines of a byte stream, without their line ends. */
 async function* _lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
   let buffered = "";
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-    buffered += chunk;
+  for await (const chunk of stream) {
+    buffered += decoder.decode(chunk, { stream: true });
     let end: number;
     while ((end = buffered.indexOf("\n")) >= 0) {
       yield buffered.slice(0, end);
