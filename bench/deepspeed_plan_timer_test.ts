@@ -14,6 +14,7 @@ import {
   budgetToDeepSpeed,
   deepspeedAvailable,
   firstSegmentDifference,
+  NO_VENV_SENTENCE,
   startDeepSpeedTimer,
 } from "./_deepspeed_timer.ts";
 import { SCALING_BUDGET, scalingPair } from "./affine_scaling_bench.ts";
@@ -21,9 +22,7 @@ import { SCALING_BUDGET, scalingPair } from "./affine_scaling_bench.ts";
 const available = deepspeedAvailable();
 const inCi = Deno.env.get("CI") === "true";
 if (!available && !inCi) {
-  console.error(
-    "DeepSpeed timer tests ignored: no .venv-deepspeed/ (run deno task setup-deepspeed)",
-  );
+  console.error(`DeepSpeed timer tests ignored: ${NO_VENV_SENTENCE}`);
 }
 const ignore = !available && !inCi;
 
