@@ -193,13 +193,12 @@ function plan(pairs: Map<string, MapPair>, budget?: Partial<PlanBudget>, policy 
 const SCENARIOS = ["s1", "s2", "s3", "v3", "v3-redundant"];
 /** The scenarios whose sources have replicas, planned with both selectors. */
 const REPLICATED = new Set(["s1", "v3-redundant"]);
+const selectorsOf = (scenario: string): SelectorName[] =>
+  REPLICATED.has(scenario) ? ["first_holder", "highest_holder"] : ["first_holder"];
 
 const scenarios = new Map(SCENARIOS.map((s) => [s, scenarioPairs(s)]));
 for (const [name, pairs] of scenarios) {
-  const selectors: SelectorName[] = REPLICATED.has(name)
-    ? ["first_holder", "highest_holder"]
-    : ["first_holder"];
-  for (const selector of selectors) {
+  for (const selector of selectorsOf(name)) {
     Deno.bench(
       `plan ${name} (${pairs.size} parameters, ${selector})`,
       { group: "scenarios" },
@@ -296,6 +295,12 @@ async function sideBySide(
   harnessRuns(run, 1000); // warm-up
   const dsWall: number[] = [], dsCpu: number[] = [], hTimes: number[] = [];
   let hCpu = 0, timedOutAfterS: number | null = null;
+  const measureHarness = () => {
+    (globalThis as { gc?: () => void }).gc?.();
+    const h = harnessRuns(run, 500);
+    hTimes.push(...h.times);
+    hCpu += h.cpu;
+  };
   let difference: string | null = "not compared";
   for (let round = 0; round < options.rounds; round++) {
     let t;
@@ -318,18 +323,11 @@ async function sideBySide(
         difference = firstSegmentDifference(harness, t.segments);
       }
     }
-    (globalThis as { gc?: () => void }).gc?.();
-    const h = harnessRuns(run, 500);
-    hTimes.push(...h.times);
-    hCpu += h.cpu;
+    measureHarness();
     const spent = dsWall.reduce((a, b) => a + b, 0);
     if (t.timedOut || spent + dsWall[dsWall.length - 1] > options.budgetS * 1000) break;
   }
-  if (hTimes.length === 0) {
-    const h = harnessRuns(run, 500);
-    hTimes.push(...h.times);
-    hCpu += h.cpu;
-  }
+  if (hTimes.length === 0) measureHarness();
   return {
     deepspeed: dsWall.length > 0 ? spread(dsWall) : null,
     deepspeedCpu: dsCpu.length > 0 ? spread(dsCpu) : null,
@@ -444,10 +442,7 @@ async function report(): Promise<number> {
             `for ${loweringDiffers.slice(0, 3).join(", ")}`,
         );
       }
-      const selectors: SelectorName[] = REPLICATED.has(name)
-        ? ["first_holder", "highest_holder"]
-        : ["first_holder"];
-      for (const selector of selectors) {
+      for (const selector of selectorsOf(name)) {
         const row = await sideBySide(ds, name, pairs, selector, undefined, options);
         check(`${name} (${selector})`, row);
         console.log(
