@@ -9,7 +9,7 @@
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { mapToDict } from "../src/affine/mod.ts";
+import { mapToDict, segmentDifferences } from "../src/affine/mod.ts";
 import type {
   MapPair,
   PlacementDescriptor,
@@ -231,10 +231,6 @@ async function* _lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<strin
   if (buffered !== "") yield buffered;
 }
 
-function segmentKey(s: TransferSegmentDict): string {
-  return JSON.stringify({ shape: s.shape, source: s.source, target: s.target });
-}
-
 /**
  * The first place two plans of one map set differ, as a sentence, or null when every parameter's
  * segment list is equal segment for segment (shape, source and target of each, in order).
@@ -243,20 +239,12 @@ export function firstSegmentDifference(
   harness: ReadonlyMap<string, readonly TransferSegmentDict[]>,
   deepspeed: Readonly<Record<string, readonly TransferSegmentDict[]>>,
 ): string | null {
-  const names = [...new Set([...harness.keys(), ...Object.keys(deepspeed)])].sort();
-  for (const name of names) {
-    const ours = harness.get(name), theirs = deepspeed[name];
-    if (ours === undefined) return `parameter ${name}: planned by DeepSpeed only`;
-    if (theirs === undefined) return `parameter ${name}: planned by the harness only`;
-    const n = Math.max(ours.length, theirs.length);
-    for (let i = 0; i < n; i++) {
-      const a = ours[i] === undefined ? "none" : segmentKey(ours[i]);
-      const b = theirs[i] === undefined ? "none" : segmentKey(theirs[i]);
-      if (a !== b) {
-        return `parameter ${name}, segment ${i} (harness ${ours.length} segments, DeepSpeed ` +
-          `${theirs.length}): harness ${a}, DeepSpeed ${b}`;
-      }
-    }
-  }
-  return null;
+  const d = segmentDifferences(harness, new Map(Object.entries(deepspeed)))[0];
+  if (!d) return null;
+  const [ours, theirs] = d.counts;
+  if (ours === undefined) return `parameter ${d.parameter}: planned by DeepSpeed only`;
+  if (theirs === undefined) return `parameter ${d.parameter}: planned by the harness only`;
+  const text = (t: string) => t === "nothing" ? "none" : t;
+  return `parameter ${d.parameter}, segment ${d.index} (harness ${ours} segments, DeepSpeed ` +
+    `${theirs}): harness ${text(d.segments[0])}, DeepSpeed ${text(d.segments[1])}`;
 }

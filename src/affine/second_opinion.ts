@@ -33,14 +33,55 @@ function processMapping(record: Record<string, number>): Map<number, number> | u
   return entries.length > 0 ? new Map(entries.map(([k, v]) => [Number(k), v])) : undefined;
 }
 
-function segmentText(s: TransferSegmentDict | undefined): string {
+/** A segment as comparable text (shape, source, target), or "nothing" past the end of a list. */
+export function segmentText(s: TransferSegmentDict | undefined): string {
   return s === undefined
     ? "nothing"
     : JSON.stringify({ shape: s.shape, source: s.source, target: s.target });
 }
 
-function sameSegment(a: TransferSegmentDict, b: TransferSegmentDict): boolean {
-  return segmentText(a) === segmentText(b);
+/** Where two plans of one parameter set part: the first differing segment of one parameter. */
+export interface SegmentDifference {
+  /** Parameter name. */
+  parameter: string;
+  /** Index of the first differing segment (0 when a side lacks the parameter). */
+  index: number;
+  /** Segment counts of each side (undefined: that side has no such parameter). */
+  counts: [number | undefined, number | undefined];
+  /** The two segments at `index` as {@link segmentText}. */
+  segments: [string, string];
+}
+
+/**
+ * One entry per parameter whose segment lists differ (shape, source and target of each, in
+ * order), in name order; empty when the two plans are equal segment for segment.
+ */
+export function segmentDifferences(
+  a: ReadonlyMap<string, readonly TransferSegmentDict[]>,
+  b: ReadonlyMap<string, readonly TransferSegmentDict[]>,
+): SegmentDifference[] {
+  const out: SegmentDifference[] = [];
+  for (const name of [...new Set([...a.keys(), ...b.keys()])].sort()) {
+    const x = a.get(name), y = b.get(name);
+    const counts: [number | undefined, number | undefined] = [x?.length, y?.length];
+    if (x === undefined || y === undefined) {
+      out.push({
+        parameter: name,
+        index: 0,
+        counts,
+        segments: [segmentText(x?.[0]), segmentText(y?.[0])],
+      });
+      continue;
+    }
+    for (let i = 0; i < Math.max(x.length, y.length); i++) {
+      const sx = segmentText(x[i]), sy = segmentText(y[i]);
+      if (sx !== sy) {
+        out.push({ parameter: name, index: i, counts, segments: [sx, sy] });
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 /**
@@ -87,26 +128,20 @@ export function secondOpinion(plan: PlanFile): SecondOpinionResult {
       firstDifference: `the harness's planner refuses the maps: ${e.message}`,
     };
   }
-  let differing = 0;
-  let first: string | undefined;
-  for (const name of names) {
-    const theirs = plan.parameters[name].segments;
-    const mine = ours.parameters.get(name)?.segments ?? [];
-    const length = Math.max(theirs.length, mine.length);
-    let at = -1;
-    for (let i = 0; i < length && at < 0; i++) {
-      if (!theirs[i] || !mine[i] || !sameSegment(theirs[i], mine[i])) at = i;
-    }
-    if (at < 0) continue;
-    differing++;
-    first ??= `${name}: segment ${at} of ${theirs.length} vs ${mine.length}: the plan has ` +
-      `${segmentText(theirs[at])}, the harness ${segmentText(mine[at])}`;
-  }
+  const theirs = new Map(names.map((name) => [name, plan.parameters[name].segments]));
+  const mine = new Map([...ours.parameters].map(([name, p]) => [name, p.segments]));
+  const differences = segmentDifferences(theirs, mine);
+  const d = differences[0];
   return {
     available: true,
-    equal: differing === 0,
+    equal: differences.length === 0,
     parameters: names.length,
-    differingParameters: differing,
-    ...(first ? { firstDifference: first } : {}),
+    differingParameters: differences.length,
+    ...(d
+      ? {
+        firstDifference: `${d.parameter}: segment ${d.index} of ${d.counts[0] ?? 0} vs ` +
+          `${d.counts[1] ?? 0}: the plan has ${d.segments[0]}, the harness ${d.segments[1]}`,
+      }
+      : {}),
   };
 }
