@@ -154,6 +154,7 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
         cwd: options.cwd,
         exitFile: join(options.dir, SLURM_FILES.exit),
         srun: options.slurm.srun,
+        nodes: options.slurm.nodes,
       }),
       { mode: 0o755 },
     );
