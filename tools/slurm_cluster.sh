@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A multi-node Slurm test cluster on this machine for the Slurm executor's tests (docs/slurm.md):
-# a controller and $PARITY_SLURM_NODES compute nodes (default 2), each daemon in its own network
+# a controller and $PARITY_SLURM_NODES compute nodes (default 4), each daemon in its own network
 # namespace with its own hostname and address on a private bridge, like separate hosts on a
 # cluster network. The root namespace (where the harness runs) is the login node.
 #
@@ -34,15 +34,18 @@ self=$repo/tools/slurm_cluster.sh
 dir=${PARITY_SLURM_DIR:-$repo/.slurm}
 port=${PARITY_SLURM_PORT:-16817}
 cpus=${PARITY_SLURM_CPUS:-4}
-count=${PARITY_SLURM_NODES:-2}
+count=${PARITY_SLURM_NODES:-4}
 net=${PARITY_SLURM_NET:-10.127.27}
 # SlurmdTimeout: a node that does not answer for this long is DOWN and its jobs NODE_FAIL.
-node_timeout=${PARITY_SLURM_NODE_TIMEOUT:-15}
+node_timeout=${PARITY_SLURM_NODE_TIMEOUT:-10}
 conf=$dir/slurm.conf
 bridge=parity-br0
 export SLURM_CONF=$conf
 
 nodes() { seq -f 'node%g' 1 "$count"; }
+# With 4 nodes or more the last two form partition `faults`, where the failure tests kill nodes
+# and cut networks without touching the jobs of other tests (partition `debug`, the default).
+debug_nodes() { if [ "$count" -ge 4 ]; then nodes | head -n $((count - 2)); else nodes; fi; }
 node_addr() { echo "$net.$((10 + ${1#node}))"; }
 netns_of() { [ "$1" = ctl ] && echo parity-ctl || echo "parity-$1"; }
 
@@ -87,7 +90,8 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
+# cred_expire: also how long a requeued job waits before it may start again (default 120 s).
+AuthInfo=socket=$dir/munge/munge.socket,cred_expire=20
 StateSaveLocation=$dir/spool/ctld
 SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/run/slurmctld.pid
@@ -116,7 +120,10 @@ EOF
     for n in $(nodes); do
       echo "NodeName=$n NodeAddr=$(node_addr "$n") NodeHostname=$n CPUs=$cpus RealMemory=1000 State=UNKNOWN"
     done
-    echo "PartitionName=debug Nodes=$(nodes | paste -sd, -) Default=YES MaxTime=INFINITE State=UP"
+    echo "PartitionName=debug Nodes=$(debug_nodes | paste -sd, -) Default=YES MaxTime=INFINITE State=UP"
+    if [ "$count" -ge 4 ]; then
+      echo "PartitionName=faults Nodes=$(nodes | tail -n 2 | paste -sd, -) MaxTime=INFINITE State=UP"
+    fi
   } >"$conf"
 }
 
@@ -225,7 +232,7 @@ kill_netns_processes() { # every process in a namespace this script created: all
 stop() {
   # Pending and running jobs first, so no job step outlives its slurmd.
   if alive "$dir/run/slurmctld.pid"; then
-    scancel --quiet -p debug 2>/dev/null || true
+    scancel --quiet --user=root 2>/dev/null || true
     for _ in $(seq 1 40); do
       [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
       sleep 0.25
