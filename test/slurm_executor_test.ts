@@ -8,80 +8,20 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  CLI,
-  denoCommand,
-  latestSummary,
-  PROJECT,
-  runCli,
-  writeExperiment,
-} from "./_testing/cli_harness.ts";
+import { latestSummary, PROJECT, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 import {
   assertSlurmReachable,
+  echoExperiment,
   IN_CI,
   jobState,
   queuedJobs,
+  readJson,
   SLURM,
   SLURM_IGNORE,
+  startHarness,
+  submittedJob,
+  waitFor,
 } from "./_testing/slurm_cluster.ts";
-
-const SLURM_EXECUTOR = { kind: "slurm", poll: 0.5 };
-
-function echoExperiment(
-  name: string,
-  env: Record<string, string>,
-  timeout = 120,
-  executor: Record<string, unknown> = SLURM_EXECUTOR,
-) {
-  return {
-    name,
-    schedule: { steps: 8, save_at: 4 },
-    executor,
-    trainer: { command: denoCommand("echo_trainer.ts", `slurm-${name}`), timeout, env },
-    resume: { native: { from: "native" } },
-  };
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-async function readJson(path: string): Promise<Record<string, unknown>> {
-  return JSON.parse(await Deno.readTextFile(path));
-}
-
-/** The job id the harness recorded for a phase of the newest run, once it has submitted. */
-async function submittedJob(results: string, experiment: string, phase: string): Promise<string> {
-  let id = "";
-  await waitFor(async () => {
-    try {
-      for await (const run of Deno.readDir(join(results, experiment))) {
-        const path = join(results, experiment, run.name, "phases", phase, "slurm_job.json");
-        try {
-          id = String((await readJson(path)).job_id);
-          return true;
-        } catch { /* not yet */ }
-      }
-    } catch { /* no run folder yet */ }
-    return false;
-  }, `the ${phase} job to be submitted`);
-  return id;
-}
-
-function startHarness(file: string, results: string): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", CLI, "run", file, "--results", results],
-    cwd: PROJECT,
-    env: { NO_COLOR: "1", ...SLURM.env },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-}
 
 Deno.test({
   name: "slurm: the test cluster is reachable under CI",
@@ -90,7 +30,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "slurm: the quickstart PASSes with losses bit-identical to the local executor",
+  name: "slurm: the quickstart across nodes PASSes with losses bit-identical to local children",
   ignore: SLURM_IGNORE,
   async fn() {
     assertSlurmReachable();
@@ -107,7 +47,8 @@ Deno.test({
             join(dir, "slurm"),
             "--quiet",
             "--set",
-            `executor={kind: slurm, poll: 0.5}`,
+            // A whole node per job: phases that run at once land on both nodes.
+            `executor={kind: slurm, poll: 0.5, extra_args: [--exclusive]}`,
           ],
           SLURM.env,
         ),
@@ -126,6 +67,8 @@ Deno.test({
       assert.match(clusters.baseline.scheduler, /22|23|24|25|slurm/);
       assert.equal(clusters.baseline.state, "COMPLETED");
       assert.ok(clusters.baseline.nodes.length > 0);
+      const hosts = new Set(Object.values(clusters).map((c) => c.nodes));
+      assert.ok(hosts.size >= 2, `every phase ran on one node: ${[...hosts]}`);
       const phase = await readJson(join(dir, "slurm/quickstart/latest/phases/baseline/phase.json"));
       assert.equal((phase.slurm as Record<string, string>).id, clusters.baseline.job_id);
     } finally {
@@ -149,7 +92,7 @@ Deno.test({
           "slurm-fail",
           { FAIL_PHASE: "split", API_TOKEN: "hunter2-secret" },
           120,
-          { ...SLURM_EXECUTOR, srun: true },
+          { kind: "slurm", poll: 0.5, srun: true },
         ),
       );
       const run = await runCli(["run", file, "--results", dir, "--quiet"], SLURM.env);
