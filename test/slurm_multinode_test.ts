@@ -14,6 +14,7 @@ import {
   clusterTool,
   echoExperiment,
   FAULTS_PARTITION,
+  IN_CI,
   jobNodes,
   jobState,
   partitionNodes,
@@ -27,6 +28,14 @@ import {
 } from "./_testing/slurm_cluster.ts";
 
 const FAULTS = { kind: "slurm", poll: 0.5, partition: FAULTS_PARTITION };
+
+// Another cluster (SLURM_CONF set by hand) has no partition whose nodes a test may kill: these
+// tests are then ignored, saying why; under CI they run and fail instead.
+const FAULT_NODES = SLURM.ok ? await partitionNodes(FAULTS_PARTITION) : [];
+const IGNORE = SLURM_IGNORE || (!IN_CI && FAULT_NODES.length < 2);
+if (IGNORE && !SLURM_IGNORE) {
+  console.log(`multi-node Slurm tests ignored: no partition ${FAULTS_PARTITION} with 2 nodes up`);
+}
 
 /** Both nodes of the faults partition are up (a failed test may have left one down). */
 async function assertFaultNodes(): Promise<void> {
@@ -84,7 +93,7 @@ async function slowBaseline(
 
 Deno.test({
   name: "slurm (nodes): a node that dies mid-phase: the job is requeued onto the other node, PASS",
-  ignore: SLURM_IGNORE,
+  ignore: IGNORE,
   async fn() {
     await assertFaultNodes();
     const dir = await Deno.makeTempDir();
@@ -116,7 +125,7 @@ Deno.test({
 
 Deno.test({
   name: "slurm (nodes): a job requeued mid-phase is followed to its end",
-  ignore: SLURM_IGNORE,
+  ignore: IGNORE,
   async fn() {
     await assertFaultNodes();
     const dir = await Deno.makeTempDir();
@@ -148,7 +157,7 @@ Deno.test({
 
 Deno.test({
   name: "slurm (nodes): a node that loses its network: NODE_FAIL with Slurm's reason, retried",
-  ignore: SLURM_IGNORE,
+  ignore: IGNORE,
   async fn() {
     await assertFaultNodes();
     const dir = await Deno.makeTempDir();
@@ -199,7 +208,7 @@ Deno.test({
 
 Deno.test({
   name: "slurm (nodes): SIGKILL of the harness while jobs run on two nodes; the next run attaches",
-  ignore: SLURM_IGNORE,
+  ignore: IGNORE,
   async fn() {
     await assertFaultNodes();
     const dir = await Deno.makeTempDir();
@@ -243,6 +252,34 @@ Deno.test({
       for (const job of jobs) assert.ok(!queued.split("\n").includes(job));
     } finally {
       await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "slurm (nodes): the cluster's daemons listen only inside its namespaces, with no way out",
+  ignore: IGNORE,
+  async fn() {
+    await assertFaultNodes();
+    const conf = await Deno.readTextFile(SLURM.env.SLURM_CONF);
+    const ports = [...conf.matchAll(/^Slurm(?:ctld|d)Port=(\d+)/gm)].map((m) => m[1]);
+    assert.equal(ports.length, 2);
+    const text = async (cmd: string, args: string[]) =>
+      new TextDecoder().decode(
+        (await new Deno.Command(cmd, { args, stdout: "piped" }).output()).stdout,
+      );
+    // This (root) namespace is the login node: no Slurm daemon listens in it.
+    const listening = await text("ss", ["-Hltn"]);
+    for (const port of ports) {
+      assert.ok(!listening.includes(`:${port} `), `port ${port} is open here`);
+    }
+    const nodes = (await slurmOutput(["sinfo", "-h", "-N", "-o", "%N"])).split("\n")
+      .map((l) => l.trim()).filter((l) => l.length > 0);
+    assert.ok(new Set(nodes).size >= 4);
+    for (const netns of ["parity-ctl", ...new Set(nodes).values().map((n) => `parity-${n}`)]) {
+      const routes = await text("ip", ["-n", netns, "route"]);
+      assert.ok(routes.trim().length > 0, `${netns} has no routes`);
+      assert.ok(!/^default/m.test(routes), `${netns} has a default route: ${routes}`);
     }
   },
 });
