@@ -1,9 +1,9 @@
 /**
- * The Slurm executor against a real one-node cluster (`tools/slurm_cluster.sh start`): the
- * quickstart gives the same verdict and bit-identical losses as local children; a failing job, a
- * job over its time limit, SIGINT to the harness (no job left in the queue) and re-attaching to
- * jobs after the harness was killed with SIGKILL. Ignored on a machine without a cluster; never
- * under CI (see test/_testing/slurm_cluster.ts).
+ * The Slurm executor against the real test cluster (`tools/slurm_cluster.sh start`: nodes in
+ * network namespaces): the quickstart across nodes gives the same verdict and bit-identical losses
+ * as local children; a failing job, a job over its time limit, SIGINT to the harness (no job left
+ * in the queue) and re-attaching to jobs after the harness was killed with SIGKILL. Ignored on a
+ * machine without a cluster; never under CI (see test/_testing/slurm_cluster.ts).
  */
 
 import assert from "node:assert/strict";

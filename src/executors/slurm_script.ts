@@ -4,8 +4,9 @@
  * `'\''`), which `sh` takes literally — no expansion of `$`, backquotes, globs, backslashes or
  * newlines. Environment names are checked against `[A-Za-z_][A-Za-z0-9_]*` (the experiment schema
  * allows nothing else). The only expansions are the harness's own rendezvous lines of a
- * multi-node launcher job, which read Slurm's variables (`SLURM_JOB_NODELIST`, `SLURM_JOB_ID`). The script records the command's exit code in a file, so a later harness
- * knows how a job ended even after the scheduler has forgotten it.
+ * multi-node launcher job, which read Slurm's variables (`SLURM_JOB_NODELIST`, `SLURM_JOB_ID`).
+ * The script records the command's exit code in a file, so a later harness knows how a job ended
+ * even after the scheduler has forgotten it.
  *
  * ```ts
  * import { batchScript } from "./slurm_script.ts";
@@ -38,7 +39,7 @@ export interface BatchScriptOptions {
   srun?: boolean;
   /**
    * Nodes of the allocation (`--nodes`, default 1). With `srun` and more than one, the script
-   * exports a multi-node rendezvous on the allocation's first node (see {@linkcode RENDEZVOUS_LINES}).
+   * exports a rendezvous on the allocation's first node ({@linkcode RENDEZVOUS_LINES}).
    */
   nodes?: number;
 }
