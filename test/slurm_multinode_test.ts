@@ -88,7 +88,7 @@ async function slowBaseline(
         .includes("slow on purpose"),
     "the baseline to be mid-run",
   );
-  return { harness, job, node: await jobNodes(job), slow, phases };
+  return { file, harness, job, node: await jobNodes(job), slow, phases };
 }
 
 Deno.test({
@@ -116,6 +116,11 @@ Deno.test({
       assert.equal(slurm.restarts, 1);
       assert.equal(slurm.state, "COMPLETED");
       assert.notEqual(slurm.nodes, killed, "the second attempt ran on the other node");
+      // What completed is reused: a second run submits nothing.
+      const again = await runCli(["run", run.file, "--results", dir, "--quiet"], SLURM.env);
+      assert.equal(again.code, 0, again.stderr);
+      const reused = await latestSummary(dir, "node-dies");
+      assert.ok(reused.phases.every((p) => p.cached), "every phase reused");
     } finally {
       if (killed) await clusterTool(["start-node", killed]);
       await Deno.remove(dir, { recursive: true });

@@ -15,7 +15,7 @@
 # Idempotent. Everything (config, munge key and socket, spool, logs, pid files, the nodes' hosts
 # file) lives in $PARITY_SLURM_DIR (default <repo>/.slurm, git-ignored); nothing under /etc is
 # written, so clients need SLURM_CONF=$PARITY_SLURM_DIR/slurm.conf (the tests find it there).
-# Needs root, iproute2, util-linux (unshare) and Debian's slurm-wlm + munge.
+# Needs root, iproute2, util-linux (nsenter, unshare) and Debian's slurm-wlm + munge.
 #
 # The network: bridge parity-br0 in the root namespace with $PARITY_SLURM_NET.254/24 (the login
 # node); namespace parity-ctl holds slurmctld at .1, parity-nodeK holds slurmd of nodeK at .(10+K).
