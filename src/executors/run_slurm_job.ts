@@ -26,7 +26,7 @@ import {
   unhealthyNodes,
 } from "./slurm_cli.ts";
 import { batchScript } from "./slurm_script.ts";
-import { baseState, isActiveState, jobOutcome } from "./slurm_states.ts";
+import { baseState, isActiveState, isInfraState, jobOutcome } from "./slurm_states.ts";
 
 /** Files the executor keeps in a phase folder. */
 export const SLURM_FILES = {
@@ -251,7 +251,10 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
               continue;
             }
           }
-          const code = (await readExitCode(options.dir)) ?? record.exitCode;
+          // A job killed with its node never finished its command: Slurm's `ExitCode=0:0` then
+          // says nothing, so only the script's own exit-code file counts.
+          const code = (await readExitCode(options.dir)) ??
+            (isInfraState(record.state) ? null : record.exitCode);
           const outcome = jobOutcome(jobId, record.state, {
             reason: record.reason,
             nodes: job.nodes,
