@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { latestSummary, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 import {
   assertSlurmReachable,
@@ -286,5 +286,31 @@ Deno.test({
       assert.ok(routes.trim().length > 0, `${netns} has no routes`);
       assert.ok(!/^default/m.test(routes), `${netns} has a default route: ${routes}`);
     }
+  },
+});
+
+Deno.test({
+  name: "slurm (nodes): start is idempotent: a second start keeps every daemon it started",
+  ignore: IGNORE,
+  async fn() {
+    await assertFaultNodes();
+    const run = join(dirname(SLURM.env.SLURM_CONF), "run");
+    const pids = async () => {
+      const out: Record<string, string> = {};
+      for await (const e of Deno.readDir(run)) {
+        if (e.name.endsWith(".pid")) {
+          out[e.name] = (await Deno.readTextFile(join(run, e.name))).trim();
+        }
+      }
+      return out;
+    };
+    const before = await pids();
+    assert.ok(
+      Object.keys(before).length >= 6,
+      `munged, slurmctld and 4 slurmd: ${Object.keys(before)}`,
+    );
+    await clusterTool(["start"]);
+    await clusterTool(["status"]);
+    assert.deepEqual(await pids(), before);
   },
 });
