@@ -48,6 +48,7 @@ const PATH_VARS = [
   "source_checkpoint",
   "target",
   "plan_out",
+  "state_out",
 ] as const;
 
 /** Where the compiled plan lives and what `${env.NAME}` and relative paths resolve against. */
@@ -170,6 +171,13 @@ function phasePaths(
     paths.target = join(dir, "target.json");
     paths.planOut = join(dir, "plan.json");
   }
+  if (node.role === "execute") {
+    paths.native = splitTag;
+    paths.plan = pathsOf(`plan-${node.policy}`)?.planOut;
+  }
+  if (node.role === "execute" || node.tool === "trainer") {
+    paths.stateFile = join(dir, "process_state.json");
+  }
   if (node.role === "resume") {
     if (node.resumeKind === "universal") {
       const convert = pathsOf("convert");
@@ -210,6 +218,7 @@ function phaseVars(
     target: paths.target ?? "",
     policy: node.policy ?? "",
     plan_out: paths.planOut ?? "",
+    state_out: paths.stateFile ?? "",
   };
   for (const [k, v] of Object.entries(node.args)) {
     if (v !== undefined) vars[`args.${k}`] = argText(v);

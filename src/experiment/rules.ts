@@ -66,6 +66,7 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
         "(the plans are still made, verified and reported)",
     );
   }
+  if (exp.plan_sync?.execute) checkPlanExecution(exp, trainer, add);
   const targetPreset = trainer ?? plannerPreset;
   if (exp.plan_sync && targetPreset) {
     checkPresetArgs(targetPreset, "plan_sync.target", exp.plan_sync.target, add);
@@ -314,6 +315,36 @@ function checkLauncherNodes(exp: Experiment, add: Add) {
  * EP size divides world size, and a placement descriptor is self-consistent and agrees with
  * ep_size. Problems are reported at the key `own` sets, so inherited values are not blamed twice.
  */
+/**
+ * `plan_sync.execute` needs a plan executor (the trainer's preset ships one) and a universal
+ * resume on the plan's target topology, whose loaded state the executed plan is compared with.
+ */
+function checkPlanExecution(exp: Experiment, trainer: PresetDescriptor | undefined, add: Add) {
+  if (!trainer?.tools.includes("executor")) {
+    add(
+      "plan_sync.execute",
+      `${
+        trainer ? `the ${trainer.name} preset` : "a command trainer"
+      } has no plan executor; set plan_sync.execute: false`,
+    );
+    return;
+  }
+  const keys = Object.entries(trainer.args).filter(([, a]) => a.topology).map(([k]) => k);
+  const topology = (args: TrainerArgs) =>
+    JSON.stringify(keys.map((k) => mergeArgs(exp.trainer.args, args)[k] ?? null));
+  const target = topology(exp.plan_sync!.target);
+  const reshard = Object.values(exp.resume).some((r) =>
+    r.from === "universal" && topology(r.args ?? {}) === target
+  );
+  if (!reshard) {
+    add(
+      "plan_sync.execute",
+      "needs a universal resume on the plan's target topology to compare the executed plan with: " +
+        `add resume.<name>: {from: universal, args: ${JSON.stringify(exp.plan_sync!.target)}}`,
+    );
+  }
+}
+
 function checkTopology(at: string, inherited: TrainerArgs, own: TrainerArgs, add: Add) {
   const merged = mergeArgs(inherited, own);
   const blame = (key: string) => `${at}.${key}`;

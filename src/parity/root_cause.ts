@@ -10,7 +10,13 @@
  * @module
  */
 
-import type { ComparisonSummary, Finding, PhaseSummary, RunSummary } from "../types/summary.ts";
+import type {
+  ComparisonSummary,
+  Finding,
+  PhaseSummary,
+  PlanExecution,
+  RunSummary,
+} from "../types/summary.ts";
 
 /** The stable codes of {@link Finding}s. */
 export const CAUSE_CODES = {
@@ -20,6 +26,7 @@ export const CAUSE_CODES = {
   stateNotRestored: "cause-state-not-restored",
   converter: "cause-converter",
   plan: "cause-plan",
+  planBytes: "cause-plan-bytes",
   reshard: "cause-reshard",
   consumedBeforeFirstStep: "cause-consumed-before-first-step",
   updateDiffers: "cause-update-differs",
@@ -30,10 +37,12 @@ export const CAUSE_CODES = {
 } as const;
 
 /** What {@link findRootCauses} reads: the judged parts of a summary. */
-export type RootCauseInput = Pick<
-  RunSummary,
-  "comparisons" | "state_checks" | "diagnostics" | "phases" | "noise_floor" | "save_at"
->;
+export type RootCauseInput =
+  & Pick<
+    RunSummary,
+    "comparisons" | "state_checks" | "diagnostics" | "phases" | "noise_floor" | "save_at"
+  >
+  & Partial<Pick<RunSummary, "plan_sync">>;
 
 /** Resume kind of each resume phase (`native`, `universal`, `plan`), when known. */
 export type ResumeKinds = Record<string, string | undefined>;
@@ -47,6 +56,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
   for (const phase of run.phases.filter((p) => p.status === "failed" || p.status === "timeout")) {
     findings.push(phaseFinding(phase));
   }
+  findings.push(...planExecutionFindings(run.plan_sync ?? []));
   const failing = run.comparisons.filter((c) => c.verdict === "FAIL");
   const groups = groupFailures(failing);
   const diagnostic = (code: string) => run.diagnostics.find((d) => d.code === code);
@@ -327,6 +337,48 @@ function guessKind(phase: string): string | undefined {
   if (phase === "resume-native") return "native";
   if (phase === "resume-universal") return "universal";
   return undefined;
+}
+
+/**
+ * One finding per distinct plan-execute failure: plans whose execution on the checkpoint's bytes
+ * differs from the reshard's loaded state the same way (same first slot) share a card.
+ */
+function planExecutionFindings(plans: NonNullable<RunSummary["plan_sync"]>): Finding[] {
+  const groups = new Map<string, { policies: string[]; execution: PlanExecution }>();
+  for (const plan of plans) {
+    const ex = plan.execution;
+    if (!ex || ex.verdict !== "FAIL") continue;
+    const m = ex.mismatches[0];
+    const key = m
+      ? `${m.parameter}|${m.expert}|${m.kind}|${m.process}|${ex.mismatch_count}`
+      : ex.reason;
+    const group = groups.get(key) ?? { policies: [], execution: ex };
+    group.policies.push(plan.policy);
+    groups.set(key, group);
+  }
+  return [...groups.values()].map(({ policies, execution }) => {
+    const m = execution.mismatches[0];
+    const where = m
+      ? `${m.parameter} · expert ${m.expert} · ${m.kind} · process ${m.process} · region ${m.region}`
+      : "";
+    return {
+      code: CAUSE_CODES.planBytes,
+      verdict: "FAIL",
+      phases: [execution.phase],
+      title: `The plan${policies.length > 1 ? "s" : ""} of ${policies.join(", ")}, executed on ` +
+        `the checkpoint's bytes, ${
+          m ? `differ${policies.length > 1 ? "" : "s"} from` : "disagree with"
+        } ` +
+        `what ${execution.against ?? "the reshard"} holds after its load: ${execution.reason}`,
+      headline: `plan-execute ${policies.join(", ")} FAIL${where ? `: ${where}` : ""}`,
+      next: "The plan addresses bytes its maps do not describe, or the reshard loads another " +
+        "region: compare the planner's source map of that parameter with the placement the " +
+        "checkpoint records (`autoep_layout.py --maps <tag>`), then the segments that write the slot.",
+      evidence: execution.mismatches.slice(0, 5).map((x) =>
+        `${x.parameter} · expert ${x.expert} · ${x.kind} · process ${x.process} · slot ${x.slot}: ${x.detail}`
+      ),
+    };
+  });
 }
 
 function phaseFinding(phase: PhaseSummary): Finding {

@@ -197,3 +197,44 @@ Deno.test("findRootCauses() cause-update-differs: all match at N+1, fail at N+2,
   assert.equal(f[0].code, "cause-update-differs");
   assert.match(f[0].next, /weight decay/);
 });
+
+Deno.test("findRootCauses() cause-plan-bytes: plans that differ from the reshard the same way share a card", () => {
+  const execution = (policy: string, expert: number) => ({
+    policy,
+    phase: `plan-${policy}`,
+    verified: true,
+    segments: 4,
+    moved_bytes: 1,
+    local_bytes: 0,
+    max_process_bytes: 1,
+    mean_process_bytes: 1,
+    execution: {
+      phase: `execute-plan-${policy}`,
+      against: "resume-ep1",
+      verdict: "FAIL" as const,
+      compared: 8,
+      kinds: ["module"],
+      mismatches: [{
+        process: 0,
+        parameter: "layers.1.experts.w2",
+        kind: "module",
+        expert,
+        slot: 0,
+        region: `[${expert}:${expert + 1}, 0:4]`,
+        detail: "bytes differ",
+      }],
+      mismatch_count: 1,
+      reason: "1 of 8 expert slots differ",
+    },
+  });
+  const run = {
+    ...input([]),
+    plan_sync: [execution("first_holder", 0), execution("highest_holder", 0), execution("x", 3)],
+  };
+  const found = findRootCauses(run, KINDS);
+  assert.deepEqual(found.map((f) => f.code), ["cause-plan-bytes", "cause-plan-bytes"]);
+  assert.match(found[0].title, /plans of first_holder, highest_holder, executed on the checkpoint/);
+  assert.match(found[0].headline ?? "", /layers\.1\.experts\.w2 · expert 0 · module · process 0/);
+  assert.match(found[1].headline ?? "", /expert 3/);
+  assert.equal(findRootCauses({ ...input([]), plan_sync: [] }, KINDS).length, 0);
+});

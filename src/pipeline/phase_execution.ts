@@ -305,6 +305,7 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
     output_hashes: await hashPhaseOutputs(paths.dir, {
       metrics: paths.metricsFile,
       plan: paths.planOut,
+      state: paths.stateFile,
     }),
   });
   progress.phaseEnd(spec.name, status, summary.wall_s, message);

@@ -34,6 +34,7 @@ import {
   type PhaseState,
 } from "./phase_execution.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
+import { attachPlanExecutions } from "./plan_execution_check.ts";
 import { acquireRunLock } from "./lock.ts";
 import type { Progress } from "./run_progress.ts";
 import {
@@ -286,7 +287,7 @@ async function judgeRun(
 ): Promise<RunSummary & { losses: string }> {
   const phaseSummaries = states.map((s) => s.summary!);
   const evidence: PhaseEvidence[] = states
-    .filter((s) => s.spec.role !== "convert" && s.spec.role !== "plan")
+    .filter((s) => s.spec.role !== "convert" && s.spec.role !== "plan" && s.spec.role !== "execute")
     .map(({ spec, summary, present }) => ({
       name: spec.name,
       role: spec.role,
@@ -312,7 +313,8 @@ async function judgeRun(
     ).map((s) => s.spec.name);
     return [reshards.length > 0 ? { ...verified, reshard_resumes: reshards } : verified];
   });
-  const verdicts: Verdict[] = [evaluation.verdict];
+  const executions = await attachPlanExecutions(planSync, states);
+  const verdicts: Verdict[] = [evaluation.verdict, ...executions.map((e) => e.verdict)];
   const outside = scheduleDiagnostics(
     states.filter((s) => s.summary?.status === "ok").map((s) => s.spec),
     evaluation.series,

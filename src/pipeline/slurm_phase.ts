@@ -174,6 +174,7 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
       output_hashes: await hashPhaseOutputs(dir, {
         metrics: record.outputs.metrics,
         plan: record.outputs.plan,
+        state: record.outputs.state,
       }),
     });
     ctx.progress.note(`${spec.name}: Slurm job ${record.job_id} ended: ${result.message}`);
