@@ -283,21 +283,18 @@ function checkSchedule(exp: Experiment, preset: PresetDescriptor | undefined, ad
  * count must divide every training phase's world_size. Reported where the node count is set.
  */
 function checkLauncherNodes(exp: Experiment, add: Add) {
-  const trainerAt = exp.trainer.executor ? "trainer.executor" : "executor";
+  const trainer = exp.trainer.executor
+    ? { at: "trainer.executor", executor: exp.trainer.executor }
+    : { at: "executor", executor: exp.executor };
   const contexts = [
-    { what: "the trainer", args: exp.trainer.args ?? {}, at: trainerAt },
+    { what: "the trainer", args: exp.trainer.args ?? {}, ...trainer },
     ...Object.entries(exp.resume).map(([name, entry]) => ({
       what: `resume ${name}`,
       args: mergeArgs(exp.trainer.args, entry.args),
-      at: entry.executor ? `resume.${name}.executor` : trainerAt,
+      ...(entry.executor ? { at: `resume.${name}.executor`, executor: entry.executor } : trainer),
     })),
   ];
-  for (const { what, args, at } of contexts) {
-    const executor = at === "executor"
-      ? exp.executor
-      : at === "trainer.executor"
-      ? exp.trainer.executor!
-      : exp.resume[at.split(".")[1]].executor!;
+  for (const { what, args, at, executor } of contexts) {
     if (executor.kind !== "slurm" || executor.srun === false) continue;
     const nodes = executor.nodes ?? 1;
     const worldSize = Number(args.world_size ?? 2);
