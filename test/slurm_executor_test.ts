@@ -47,8 +47,9 @@ Deno.test({
             join(dir, "slurm"),
             "--quiet",
             "--set",
-            // A whole node per job: phases that run at once land on both nodes.
-            `executor={kind: slurm, poll: 0.5, extra_args: [--exclusive]}`,
+            // The test cluster puts each job on its least loaded node (LLN): phases that run at
+            // once land on different nodes.
+            `executor={kind: slurm, poll: 0.5}`,
           ],
           SLURM.env,
         ),

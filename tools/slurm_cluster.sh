@@ -120,7 +120,8 @@ EOF
     for n in $(nodes); do
       echo "NodeName=$n NodeAddr=$(node_addr "$n") NodeHostname=$n CPUs=$cpus RealMemory=1000 State=UNKNOWN"
     done
-    echo "PartitionName=debug Nodes=$(debug_nodes | paste -sd, -) Default=YES MaxTime=INFINITE State=UP"
+    # LLN: each job goes to the least loaded node, so phases that run at once spread over nodes.
+    echo "PartitionName=debug Nodes=$(debug_nodes | paste -sd, -) Default=YES LLN=YES MaxTime=INFINITE State=UP"
     if [ "$count" -ge 4 ]; then
       echo "PartitionName=faults Nodes=$(nodes | tail -n 2 | paste -sd, -) MaxTime=INFINITE State=UP"
     fi
