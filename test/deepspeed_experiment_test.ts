@@ -173,13 +173,14 @@ Deno.test({
 });
 
 Deno.test({
-  name: "deepspeed on Slurm: the same verdict and bit-identical losses as the local executor",
+  name: "deepspeed on two Slurm nodes: the same verdict and bit-identical losses as one local node",
   ignore: ignore || SLURM_IGNORE,
   async fn() {
     assertVenv();
     assertSlurmReachable();
-    // ZeRO 2 of cpu_autoep.yaml twice under its own name: locally, then one batch job per phase
-    // (torchrun under srun).
+    // ZeRO 2 of cpu_autoep.yaml twice under its own name: locally (2 ranks on this host), then
+    // one batch job per phase on two nodes of the namespace cluster (one torchrun per node under
+    // srun, 1 rank each, c10d rendezvous and gloo over the nodes' network).
     const zero2 = (name: string, sets: string[] = [], env: Record<string, string> = {}) =>
       runCli([
         "run",
@@ -191,7 +192,7 @@ Deno.test({
       ], env);
     const local = await zero2("ds-local");
     assert.equal(local.code, 0, local.stderr.slice(-3000));
-    const slurm = await zero2("ds-slurm", ["executor={kind: slurm, poll: 1}"], SLURM.env);
+    const slurm = await zero2("ds-slurm", ["executor={kind: slurm, nodes: 2, poll: 1}"], SLURM.env);
     assert.equal(slurm.code, 0, slurm.stderr.slice(-3000));
     const [a, b] = await Promise.all(
       ["ds-local", "ds-slurm"].map((name) =>
@@ -201,6 +202,14 @@ Deno.test({
     assert.equal(b, a, "every phase's loss, bit for bit");
     const summary = await latestSummary(results, "ds-slurm");
     assert.ok(summary.phases.every((p) => !p.cached), "the Slurm run ran every phase itself");
+    const run = join(results, "ds-slurm", "latest");
+    const manifest = JSON.parse(await Deno.readTextFile(join(run, "manifest.json")));
+    const clusters = manifest.clusters as Record<string, { nodes: string }>;
+    for (const phase of ["baseline", "split", "resume-native", "resume-universal", "resume-ep1"]) {
+      assert.match(clusters[phase].nodes, /\[\d+-\d+\]|,/, `${phase} ran on two nodes`);
+      const script = await Deno.readTextFile(join(run, "phases", phase, "slurm_job.sh"));
+      assert.match(script, /'--nnodes' '2' '--nproc-per-node' '1' '--rdzv-backend' 'c10d'/);
+    }
   },
 });
 

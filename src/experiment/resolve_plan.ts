@@ -255,11 +255,18 @@ function compilePhase(
   if (!entry) throw new Error(`internal: phase ${node.name} has no program (invalid experiment)`);
   const preset = presetNamed(entry.preset);
   const vars = phaseVars(exp, node, paths, ctx.harnessEnv);
+  // Only a launcher preset's trainer starts a launcher (one per node); its converter and planner
+  // are single processes that must not run once per node.
+  const executor = slurmExecutor(
+    node.resume?.executor ?? entry.executor ?? exp.executor,
+    (preset?.launcher ?? false) && node.tool === "trainer",
+  );
   const presetCtx = {
     tool: node.tool,
     vars,
     args: node.args,
     elementSize: exp.plan_sync?.element_size ?? 4,
+    nodes: executor?.srun ? executor.nodes ?? 1 : 1,
   };
   const argv = preset
     ? preset.argv(presetCtx)
@@ -296,10 +303,6 @@ function compilePhase(
   const marker = entry.checkpoint_marker ?? preset?.checkpointMarker;
   if (node.role === "split" && marker) spec.checkpointMarker = marker;
   if (entry.retry) spec.retry = entry.retry;
-  const executor = slurmExecutor(
-    node.resume?.executor ?? entry.executor ?? exp.executor,
-    preset?.launcher ?? false,
-  );
   if (executor) spec.executor = executor;
   if (node.tool === "planner") {
     const { fault: _fault, ...target } = node.args;

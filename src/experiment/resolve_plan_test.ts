@@ -277,3 +277,31 @@ Deno.test("resolvePlan(): executor per experiment, overridden per program and pe
   );
   assert.equal(deepspeed.phases[0].executor!.srun, true); // its torchrun runs under srun
 });
+
+Deno.test("resolvePlan(): a deepspeed trainer on two Slurm nodes starts one torchrun per node", () => {
+  const plan = resolvePlan(
+    experiment({
+      executor: { kind: "slurm", nodes: 2 },
+      trainer: { preset: "deepspeed", args: { world_size: 4, autoep_size: 2 } },
+      converter: { preset: "deepspeed" },
+      resume: { universal: { from: "universal" } },
+    }),
+    { runDir: "/r", baseDir: "/exp", harnessEnv: {} },
+  );
+  const by = new Map(plan.phases.map((s) => [s.name, s]));
+  const baseline = by.get("baseline")!;
+  assert.equal(baseline.executor!.srun, true);
+  // The preset's flags for 2 nodes (deepspeed_preset_test.ts has the whole line).
+  assert.deepEqual(baseline.argv.slice(1, 5), ["--nnodes", "2", "--nproc-per-node", "2"]);
+  // The converter is one process: under srun it would run once per node, into one folder.
+  assert.equal(by.get("convert")!.executor!.srun, false);
+  const local = resolvePlan(
+    experiment({
+      executor: { kind: "slurm", nodes: 2, srun: false },
+      trainer: { preset: "deepspeed", args: { world_size: 4, autoep_size: 2 } },
+      resume: { native: { from: "native" } },
+    }),
+    { runDir: "/r", baseDir: "/exp", harnessEnv: {} },
+  );
+  assert.equal(local.phases[0].argv[1], "--standalone"); // without srun: one launcher
+});

@@ -88,6 +88,7 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
   if (exp.plan_sync) {
     checkTopology("plan_sync.target", exp.trainer.args ?? {}, exp.plan_sync.target, add);
   }
+  if (trainer?.launcher) checkLauncherNodes(exp, add);
 
   // Converter and planner presence.
   const universal = Object.entries(exp.resume).find(([, entry]) => entry.from === "universal");
@@ -272,6 +273,36 @@ function checkSchedule(exp: Experiment, preset: PresetDescriptor | undefined, ad
         `schedule.${key}`,
         `micro-batch ${value} is not on an optimizer-step boundary (gradient accumulation ` +
           `${accum}: use a multiple of ${accum}, e.g. ${Math.max(accum, value - (value % accum))})`,
+      );
+    }
+  }
+}
+
+/**
+ * A launcher preset on several Slurm nodes starts world_size / nodes ranks per node: the node
+ * count must divide every training phase's world_size. Reported where the node count is set.
+ */
+function checkLauncherNodes(exp: Experiment, add: Add) {
+  const trainer = exp.trainer.executor
+    ? { at: "trainer.executor", executor: exp.trainer.executor }
+    : { at: "executor", executor: exp.executor };
+  const contexts = [
+    { what: "the trainer", args: exp.trainer.args ?? {}, ...trainer },
+    ...Object.entries(exp.resume).map(([name, entry]) => ({
+      what: `resume ${name}`,
+      args: mergeArgs(exp.trainer.args, entry.args),
+      ...(entry.executor ? { at: `resume.${name}.executor`, executor: entry.executor } : trainer),
+    })),
+  ];
+  for (const { what, args, at, executor } of contexts) {
+    if (executor.kind !== "slurm" || executor.srun === false) continue;
+    const nodes = executor.nodes ?? 1;
+    const worldSize = Number(args.world_size ?? 2);
+    if (worldSize % nodes !== 0) {
+      add(
+        `${at}.nodes`,
+        `${nodes} nodes do not divide world_size ${worldSize} of ${what} (the launcher ` +
+          "starts world_size / nodes ranks on each node)",
       );
     }
   }

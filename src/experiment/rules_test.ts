@@ -413,3 +413,30 @@ Deno.test("plan_sync.execute needs a plan executor and a universal resume on the
   balanced.plan_sync.policies = ["balanced"];
   ok(rulesOf(balanced).some((e) => e.startsWith("plan_sync.policies[0]: unknown policy")));
 });
+
+Deno.test("checkExperimentRules(): a launcher's node count divides world_size where it is set", () => {
+  const deepspeed = (extra: Loose) => ({
+    name: "ds",
+    schedule: { steps: 20, save_at: 10 },
+    trainer: { preset: "deepspeed", args: { world_size: 2, autoep_size: 2 } },
+    converter: { preset: "deepspeed" },
+    resume: { native: { from: "native" }, dp3: { from: "universal", args: { world_size: 3 } } },
+    ...extra,
+  });
+  deepEqual(rulesOf(deepspeed({ resume: { native: { from: "native" } } })), []);
+  deepEqual(
+    rulesOf(
+      deepspeed({ resume: { native: { from: "native" } }, executor: { kind: "slurm", nodes: 2 } }),
+    ),
+    [],
+  );
+  deepEqual(rulesOf(deepspeed({ executor: { kind: "slurm", nodes: 2 } })), [
+    "executor.nodes: 2 nodes do not divide world_size 3 of resume dp3 (the launcher starts " +
+    "world_size / nodes ranks on each node)",
+  ]);
+  const own: Loose = deepspeed({});
+  own.resume.dp3.executor = { kind: "slurm", nodes: 2 };
+  equal(rulesOf(own)[0].split(":")[0], "resume.dp3.executor.nodes");
+  own.resume.dp3.executor.srun = false; // one launcher on the first node: any world size
+  deepEqual(rulesOf(own), []);
+});

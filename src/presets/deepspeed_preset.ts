@@ -92,9 +92,7 @@ function deepspeedArgv(ctx: PresetContext): string[] {
   }
   const argv = [
     join(DEEPSPEED_VENV, "bin/torchrun"),
-    "--standalone",
-    "--nproc-per-node",
-    String(args.world_size ?? 2),
+    ...launcherTopology(Number(args.world_size ?? 2), ctx.nodes ?? 1),
     join(ADAPTER_DIR, "train_moe.py"),
     "--steps",
     vars.steps,
@@ -112,6 +110,24 @@ function deepspeedArgv(ctx: PresetContext): string[] {
     argv.push("--resume-from", vars.resume_from, "--resume-kind", vars.resume_kind);
   }
   return argv.concat(presetFlags(DEEPSPEED_PRESET, args, ["world_size", ...PLANNER_ONLY]));
+}
+
+/**
+ * torchrun's topology flags: one node is `--standalone` (a rendezvous on the node itself); on
+ * several nodes each launcher starts its share of the ranks and joins a c10d rendezvous whose
+ * endpoint and id the Slurm job script exports (`PET_RDZV_ENDPOINT`, `PET_RDZV_ID`; see
+ * src/executors/slurm_script.ts). Validation guarantees `nodes` divides `worldSize`.
+ */
+function launcherTopology(worldSize: number, nodes: number): string[] {
+  if (nodes <= 1) return ["--standalone", "--nproc-per-node", String(worldSize)];
+  return [
+    "--nnodes",
+    String(nodes),
+    "--nproc-per-node",
+    String(worldSize / nodes),
+    "--rdzv-backend",
+    "c10d",
+  ];
 }
 
 /** The deepspeed preset. */

@@ -92,6 +92,22 @@ Deno.test("deepspeed preset: a phase is torchrun + the script, with the run's fl
   assert.equal(flag("--zero-stage"), "3");
   assert.ok(!argv.includes("--world-size"), "world_size goes to the launcher only");
   assert.ok(!argv.includes("--save-at"));
+  const twoNodes = DEEPSPEED_PRESET.argv({
+    tool: "trainer",
+    vars,
+    args: { world_size: 4 },
+    elementSize: 4,
+    nodes: 2,
+  });
+  assert.deepEqual(twoNodes.slice(1, 7), [
+    "--nnodes",
+    "2",
+    "--nproc-per-node",
+    "2",
+    "--rdzv-backend",
+    "c10d",
+  ]);
+  assert.ok(!twoNodes.includes("--standalone"), "a standalone rendezvous is one node's");
   const convert = DEEPSPEED_PRESET.argv({
     tool: "converter",
     vars: { native: "/n", universal: "/u" },
