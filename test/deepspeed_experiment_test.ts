@@ -159,7 +159,7 @@ Deno.test({
     const file = join(PROJECT, "experiments/deepspeed/cpu_autoep_plans.yaml");
     const run = await runCli(["run", file, "--results", results, "--quiet"]);
     assert.equal(run.code, 0, run.stderr.slice(-3000));
-    for (const member of ["target#1", "target#2"]) {
+    for (const member of ["target_1", "target_2"]) {
       const s = await latestSummary(results, `deepspeed-cpu-autoep-plans@${member}`);
       assert.equal(s.plan_sync.length, 3);
       // Two source processes (replicas) feed the target processes in both members.
