@@ -49,15 +49,38 @@ export function verdictLine(
   return `## ${verdictLabel(verdict)} — ${mdText(experiment)} · ${mdText(runId)}`;
 }
 
-/** Escapes text for a Markdown table cell or heading (pipes, HTML, line breaks). */
+/**
+ * Escapes text for GitHub-flavoured Markdown as cmark-gfm (GitHub's renderer) reads it, in a
+ * paragraph, heading or table cell: every inline marker (emphasis, code, links, `~`
+ * strikethrough, table pipes), HTML and entities, a block marker at the start, and the three
+ * extended autolinks (`www.`, `scheme://`, `name@host.tld`), which an empty HTML comment breaks
+ * because a backslash cannot. Line breaks become `<br>`.
+ */
 export function mdText(text: string): string {
   return text
-    .replace(/\\/g, "\\\\")
-    .replace(/\|/g, "\\|")
+    .replace(/[\\`*_[\]~|]/g, (ch) => `\\${ch}`)
+    .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")
     .replace(/>/g, "&gt;")
-    .replace(/[*_`[\]]/g, (ch) => `\\${ch}`)
+    .replace(/^([#+=-])(?=[\s#+=-]|$)/, "\\$1")
+    .replace(/^(\d+)([.)])(?=\s|$)/, "$1\\$2")
+    .replace(/(www)\./gi, "$1<!-- -->.")
+    .replace(/:\/\//g, ":<!-- -->//")
+    .replace(/@(?=[\w-]+\.)/g, "@<!-- -->")
     .replace(/\r?\n/g, "<br>");
+}
+
+/**
+ * Inline code for GitHub-flavoured Markdown: a backtick fence longer than any run inside (content
+ * is literal there, so nothing else is escaped), padded when the text starts or ends with a
+ * backtick, and pipes escaped because GFM splits table cells on them even inside code.
+ */
+export function mdCode(text: string): string {
+  const body = text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|");
+  const longest = Math.max(0, ...[...body.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = "`".repeat(longest + 1);
+  const pad = /^`|`$/.test(body) ? " " : "";
+  return `${fence}${pad}${body}${pad}${fence}`;
 }
 
 /** Turns a run-relative path into the link written in the report (absolute with a base URL). */
@@ -176,10 +199,8 @@ export function runLinkResolver(runDir: string, imageBaseUrl?: string): LinkReso
 
 /** One line on the golden comparison (its rows are `golden~baseline` in the table above). */
 function goldenLine(g: GoldenSummary): string {
-  const where = g.found ? `\`${mdText(g.file)}\`` : "none stored";
-  return `**Golden: ${g.verdict}** · environment \`${
-    mdText(g.environment_key)
-  }\` · golden ${where}` +
+  const where = g.found ? mdCode(g.file) : "none stored";
+  return `**Golden: ${g.verdict}** · environment ${mdCode(g.environment_key)} · golden ${where}` +
     ` · ${mdText(g.reason)}`;
 }
 

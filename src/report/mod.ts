@@ -28,6 +28,7 @@ export {
   GITHUB_COMMENT_LIMIT,
   imageBaseUrlProblem,
   type MarkdownOptions,
+  mdCode,
   mdTable,
   mdText,
   renderMarkdown,
