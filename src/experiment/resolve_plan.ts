@@ -132,11 +132,40 @@ function chooseLane(
   if (changed.length === 0) {
     return { lane: "exact", reason: "same topology as the saved checkpoint" };
   }
-  const what = changed.map((key) => `${key} ${short(saved[key])} → ${short(topology[key])}`);
+  const what = changed.flatMap((key) => leafChanges(key, saved[key], topology[key]));
+  const shown = what.length > MAX_CHANGES
+    ? [...what.slice(0, MAX_CHANGES), `+${what.length - MAX_CHANGES} more`]
+    : what;
   return {
     lane: "drift",
-    reason: `topology differs from the saved checkpoint (${what.join(", ")})`,
+    reason: `topology differs from the saved checkpoint (${shown.join(", ")})`,
   };
+}
+
+/** Changes named in a lane reason before the rest are counted. */
+const MAX_CHANGES = 4;
+
+/**
+ * The differing leaves of two topology values as `path old → new`, so a lane reason shows what
+ * changed (`placement.ranks[0].experts [0,1,2] → [0,3]`) rather than two cuts of the same JSON.
+ * Arrays of scalars are leaves; objects and arrays of objects are walked.
+ */
+function leafChanges(path: string, saved: unknown, now: unknown): string[] {
+  if (canonicalJson(saved) === canonicalJson(now)) return [];
+  const walkable = (v: unknown): v is Record<string, unknown> | unknown[] =>
+    typeof v === "object" && v !== null &&
+    (!Array.isArray(v) || v.some((x) => typeof x === "object" && x !== null));
+  if (walkable(saved) && walkable(now) && Array.isArray(saved) === Array.isArray(now)) {
+    const keys = Array.isArray(saved)
+      ? Array.from({ length: Math.max(saved.length, (now as unknown[]).length) }, (_, i) => i)
+      : [...new Set([...Object.keys(saved), ...Object.keys(now)])].sort();
+    return keys.flatMap((k) => {
+      const at = typeof k === "number" ? `${path}[${k}]` : `${path}.${k}`;
+      const get = (v: unknown) => (v as Record<string | number, unknown>)[k];
+      return leafChanges(at, get(saved), get(now));
+    });
+  }
+  return [`${path} ${short(saved)} → ${short(now)}`];
 }
 
 function short(value: unknown): string {

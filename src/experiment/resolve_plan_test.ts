@@ -161,6 +161,21 @@ Deno.test("resolvePlan() chooses each resume's lane from declared topology, and 
   assert.equal(all.get("split")!.topologyKey, all.get("resume-native")!.topologyKey);
 });
 
+Deno.test("resolvePlan() names the placement leaves that differ, so two reshards read apart", () => {
+  const moved = {
+    ...placement,
+    ranks: [{ rank: 0, experts: [0, 3] }, { rank: 1, experts: [1, 2, 3] }],
+  };
+  const exp = experiment({
+    trainer: { preset: "reference", args: { world_size: 4, ep_size: 2, placement } },
+    resume: { reshard: { from: "universal", args: { world_size: 2, placement: moved } } },
+  });
+  const reason = specs(exp).get("resume-reshard")!.lane!.reason;
+  assert.match(reason, /placement\.ranks\[0\]\.experts \[0\] → \[0,3\]/);
+  assert.match(reason, /world_size 4 → 2\)$/);
+  assert.doesNotMatch(reason, /\.\.\./, "no two cuts of the same JSON");
+});
+
 Deno.test("resolvePlan() keeps a command trainer's non-topology flags out of the lane", () => {
   const exp = experiment({
     trainer: { command: ["t", "${args.noise}"], args: { world_size: 2, noise: "0" } },

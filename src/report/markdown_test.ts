@@ -288,3 +288,23 @@ Deno.test("mdText() and mdCode() escape what cmark-gfm would turn into markup", 
   assert.equal(mdCode("a`b|c"), "``a`b\\|c``");
   assert.equal(mdCode("`x"), "`` `x ``");
 });
+
+Deno.test("renderMarkdown() shows identical divergences once, naming the other phases", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_md_" });
+  try {
+    const fixture = await makeFixtureRun(tmp, { verdict: "FAIL" });
+    const s = fixture.summary;
+    const failing = s.comparisons.find((c) => c.verdict === "FAIL")!;
+    const phase = s.phases.find((p) => p.name === failing.b)!;
+    s.phases.push({ ...phase, name: "resume-copy" });
+    s.comparisons.push({ ...failing, name: "baseline~resume-copy", b: "resume-copy" });
+    await Deno.writeTextFile(`${fixture.runDir}/summary.json`, JSON.stringify(s));
+    const md = renderMarkdown(await loadRun(fixture.runDir), [], new Set());
+    const section = md.slice(md.indexOf("### Where it diverged"));
+    assert.equal(section.match(/first diverges at/g)!.length, 1, "one block for both phases");
+    assert.match(section, /<summary>resume-universal first diverges at step 21 .* \+1 identical</);
+    assert.match(section, /same values\) in: resume-copy \(baseline\\~resume-copy, exact lane\)/);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
