@@ -54,7 +54,10 @@ const PATH_VARS = [
 export interface ResolveContext {
   /** The run folder (`<results>/<experiment>/<run-id>`). */
   runDir: string;
-  /** Folder that relative `cwd` and metrics paths resolve against (the experiment file's). */
+  /**
+   * The experiment file's folder: relative `cwd` and metrics paths resolve against it, and a
+   * command entry without `cwd` runs in it.
+   */
   baseDir: string;
   /** Environment visible to `${env.NAME}` placeholders. */
   harnessEnv: Record<string, string>;
@@ -288,7 +291,13 @@ function compilePhase(
   for (const [k, v] of Object.entries({ ...entry.env, ...node.resume?.env })) {
     env[k] = interpolate(v, vars);
   }
-  const cwd = entry.cwd ? resolve(ctx.baseDir, interpolate(entry.cwd, vars)) : paths.dir;
+  // A command trainer runs where its experiment file is, so `command: [python3, train.py]` finds
+  // train.py beside the file; presets pass absolute paths and keep the phase folder.
+  const cwd = entry.cwd
+    ? resolve(ctx.baseDir, interpolate(entry.cwd, vars))
+    : preset
+    ? paths.dir
+    : ctx.baseDir;
   const spec: PhaseSpec = {
     name: node.name,
     role: node.role,

@@ -35,7 +35,7 @@ import {
 } from "./phase_execution.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { acquireRunLock } from "./lock.ts";
-import type { Progress } from "./run_progress.ts";
+import type { Progress, RunCard } from "./run_progress.ts";
 import {
   assertInside,
   experimentFolderName,
@@ -425,9 +425,28 @@ async function publishRun(
     summary.verdict,
     summary.wall_s,
     relative(Deno.cwd(), runDir) || runDir,
-    { lines: cardLines(summary.findings ?? []), cause: causeLine(summary.findings ?? []) },
+    runCard(summary),
   );
   return summary;
+}
+
+/**
+ * The console's card: findings, the cause for the last line, and the reason of every ERROR
+ * comparison that no ERROR finding (a failed phase) already explains, so an ERROR never ends
+ * the console without saying why.
+ */
+function runCard(summary: RunSummary): RunCard {
+  const findings = summary.findings ?? [];
+  const explained = findings.some((f) => f.verdict === "ERROR");
+  const errors = explained ? [] : summary.comparisons.filter((c) => c.verdict === "ERROR")
+    .map((c) => `${c.name}: ${c.reason ?? "could not be judged"}`);
+  return {
+    lines: cardLines(findings),
+    cause: causeLine(findings),
+    errors,
+    phases: summary.phases.length,
+    cached: summary.phases.filter((p) => p.cached).length,
+  };
 }
 
 /** Turns the run ERROR because its reports failed to render; returns the reason. */

@@ -10,7 +10,7 @@
 import { relative } from "node:path";
 import { type RunSummary, VERDICT_RANK } from "../types/summary.ts";
 import { culprits } from "../parity/culprit.ts";
-import { seconds } from "../format/numbers.ts";
+import { duration } from "../format/numbers.ts";
 import { escapeHtml, verdictLabel } from "./_format.ts";
 import { renderJunit } from "./junit.ts";
 import { badge, htmlPage } from "./_page.ts";
@@ -100,7 +100,7 @@ function rowsOf(
         ? broken.map((c) => `${c.phase} @ ${c.step ?? "?"}`).join(", ")
         : "—",
       comparisons: `${s.comparisons.length - bad}/${s.comparisons.length} pass`,
-      wall: seconds(s.wall_s),
+      wall: duration(s.wall_s),
       links: ["report.md", "report.html", "junit.xml"].map((f) => ({ text: f, href: href(f) })),
     };
   });
