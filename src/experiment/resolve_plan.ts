@@ -24,6 +24,10 @@ import { canonicalJson } from "./canonical_json.ts";
 import { phaseGraph, type PhaseNode } from "./phase_graph.ts";
 import { interpolate, interpolateArg } from "./placeholders.ts";
 import type { ExecutorEntry, Experiment, TrainerArgs } from "./schema.ts";
+import type { Diagnostic } from "../types/summary.ts";
+
+/** Warning code of a command trainer's split without a completion marker (docs/parity.md). */
+export const NO_CHECKPOINT_MARKER = "no-checkpoint-marker";
 
 /** Topology arguments of a `command:` trainer that declares none (docs/experiment-files.md). */
 export const DEFAULT_TOPOLOGY_ARGS: readonly string[] = [
@@ -87,6 +91,17 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
       lane: node.role === "resume" ? chooseLane(node, topology, saved) : undefined,
     });
   });
+  const split = phases.find((p) => p.role === "split");
+  const warnings: Diagnostic[] = split && split.checkpointMarker === undefined
+    ? [{
+      level: "warning",
+      code: NO_CHECKPOINT_MARKER,
+      phase: split.name,
+      message: "trainer.checkpoint_marker is not set, so a split that exits 0 after a " +
+        "half-written save counts as complete and is reused; name a file your trainer writes " +
+        "last in the tag folder (e.g. checkpoint_marker: checkpoint_complete.json)",
+    }]
+    : [];
   // Slurm phases wait in the cluster's queue, not on this machine: up to max_jobs at once.
   const maxJobs = Math.max(0, ...phases.map((p) => p.executor?.maxJobs ?? 0));
   return {
@@ -96,6 +111,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
     parallel: Math.max(exp.parallel, maxJobs),
     keepCheckpoints: exp.keep_checkpoints,
     phases,
+    warnings,
     judge: {
       steps: exp.schedule.steps,
       saveAt: exp.schedule.save_at,

@@ -67,10 +67,10 @@ export function consoleProgress(options: ConsoleProgressOptions = {}): Progress 
       if (errors.length > MAX_ERROR_LINES) {
         result(`ERROR +${errors.length - MAX_ERROR_LINES} more: see ${runDir}/report.md`);
       }
-      const why = card?.cause ?? errors[0] ?? null;
+      const why = (card?.cause ?? errors[0] ?? "").replace(/\.$/, "");
       result(
         `${verdict} ${experiment} in ${duration(wallS)}${phasesNote(card)}${
-          why ? ` — ${why}` : ""
+          why === "" ? "" : ` — ${why}`
         }: ${runDir}/report.md`,
       );
     },

@@ -180,6 +180,7 @@ async function runLocked(
     states,
   };
   progress.runStart(exp.name, runDir, selected.size);
+  for (const warning of plan.warnings) progress.note(`warning: ${warning.message}`);
   const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
   await gitKnown;
   const facts = await environment;
@@ -368,7 +369,7 @@ async function judgeRun(
     state_checks: evaluation.state_checks,
     plan_sync: planSync,
     noise_floor: evaluation.noise_floor,
-    diagnostics: evaluation.diagnostics,
+    diagnostics: [...plan.warnings, ...evaluation.diagnostics],
     git_commit: run.gitCommit,
     ...(golden ? { golden: golden.summary } : {}),
   };
