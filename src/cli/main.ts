@@ -8,35 +8,12 @@
  * @module
  */
 
-import { Command, CommanderError } from "commander";
+import { CommanderError } from "commander";
 import { PlaceholderError } from "../experiment/mod.ts";
 import { describeEnvironmentError } from "../pipeline/environment_error.ts";
 import { LockHeldError } from "../pipeline/lock.ts";
-import { HARNESS_VERSION } from "../pipeline/manifest.ts";
-import { examples, type ExitCodeSink, printError, USAGE_EXIT_CODE } from "./_subcommand.ts";
-import { SUBCOMMANDS } from "./subcommands.ts";
-
-/**
- * The `parity` program with every subcommand. Errors never exit the process: commander throws
- * a {@linkcode CommanderError} instead, which {@linkcode main} turns into an exit code.
- */
-export function createProgram(exit: ExitCodeSink): Command {
-  const program = new Command("parity")
-    .usage("<command> [options]")
-    .description("resume-parity experiments for large-model training")
-    .version(`parity ${HARNESS_VERSION}`, "-V, --version", "print the harness version")
-    .addHelpText(
-      "after",
-      examples(
-        ["parity run experiments/quickstart.yaml", "parity validate experiments/*.yaml"],
-        "Exit codes: 0 PASS, 1 FAIL, 2 bad input or usage, 3 ERROR, 4 ABSTAIN.\n" +
-          "Run 'parity <command> --help' for a command's options.",
-      ),
-    );
-  for (const subcommand of SUBCOMMANDS) program.addCommand(subcommand(exit));
-  for (const command of [program, ...program.commands]) _configure(command);
-  return program;
-}
+import { printError, USAGE_EXIT_CODE } from "./_subcommand.ts";
+import { createProgram } from "./program.ts";
 
 /** Runs the harness command line on `argv` (the words after the program); returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -78,23 +55,6 @@ function reportUncaught(command: string, error: unknown): number {
     if (Deno.env.get("PARITY_DEBUG") && error instanceof Error) console.error(error.stack);
   }
   return 3;
-}
-
-/**
- * Same behaviour for every command: throw instead of exiting, write through the console (so
- * tests capture it), and print a usage error as `parity <command>: <message>` with a pointer to
- * the command's help.
- */
-function _configure(command: Command): void {
-  const name = command.parent ? `parity ${command.name()}` : "parity";
-  command
-    .exitOverride()
-    .configureOutput({
-      writeOut: (text) => console.log(text.replace(/\n$/, "")),
-      writeErr: (text) => console.error(text.replace(/\n$/, "")),
-      outputError: (text, write) => write(text.replace(/^error: /, `${name}: `)),
-    })
-    .showHelpAfterError(`(run '${name} --help' for usage)`);
 }
 
 if (import.meta.main) {

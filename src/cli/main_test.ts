@@ -1,6 +1,7 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { captureConsole } from "../../test/_testing/capture_console.ts";
-import { createProgram, main } from "./main.ts";
+import { main } from "./main.ts";
+import { createProgram } from "./program.ts";
 
 const QUICKSTART = new URL("../../experiments/quickstart.yaml", import.meta.url).pathname;
 
