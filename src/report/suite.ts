@@ -18,6 +18,12 @@ import { type HistoryRow, previousRun, readHistory, renderHistoryView } from "./
 import { COMMENT_BUDGET, fitComment, mdText, runLinkResolver } from "./markdown.ts";
 import { writeTextAtomic } from "./_write.ts";
 
+/**
+ * The invisible marker of a suite's index.md, which a CI job searches for to update its one pull
+ * request comment in place (`.github/workflows/parity-nightly.yml`).
+ */
+export const SUITE_MARKER = "<!-- parity-suite-index -->";
+
 /** One experiment of a suite. */
 export interface SuiteEntry {
   /** Experiment name. */
@@ -134,6 +140,7 @@ function suiteMarkdown(
     } |`;
   const head = [
     `## ${verdictLabel(worst(entries))} — parity suite · ${time}`,
+    SUITE_MARKER,
     "",
     `${entries.length} experiment${entries.length === 1 ? "" : "s"}: ${failing.length} not PASS` +
     (fresh > 0 ? `, ${fresh} new since the last run` : "") +
