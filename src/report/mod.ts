@@ -48,6 +48,6 @@ export {
   renderHistoryView,
   trendPoints,
 } from "./history.ts";
-export { compactUtc, type SuiteEntry, SUITE_MARKER, writeSuiteIndex } from "./suite.ts";
+export { compactUtc, SUITE_MARKER, type SuiteEntry, writeSuiteIndex } from "./suite.ts";
 export { renderRun, type RenderRunOptions, resolveRunDir, runCharts } from "./render_run.ts";
 export type { Cell, Table } from "./_tables.ts";
