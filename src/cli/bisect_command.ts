@@ -65,7 +65,11 @@ export const bisectCommand: Subcommand = (exit): Command => {
           repo: resolve(options.repo),
           good: options.good,
           bad: options.bad,
-          progress: consoleProgress({ quiet: options.quiet ?? false }),
+          // The command's result is its own verdict: each run's verdict line goes to stderr.
+          progress: consoleProgress({
+            quiet: options.quiet ?? false,
+            result: (line) => console.error(line),
+          }),
           harnessEnv: Deno.env.toObject(),
         });
         console.log(formatBisect(result));

@@ -29,7 +29,11 @@ export const rerunCommand: Subcommand = (exit): Command => {
         const uninstall = installSignalHandlers({ listenWhileIdle: true });
         try {
           const result = await rerunRun(runDir, {
-            progress: consoleProgress({ quiet: options.quiet ?? false }),
+            // The command's result is its own verdict: each run's verdict line goes to stderr.
+            progress: consoleProgress({
+              quiet: options.quiet ?? false,
+              result: (line) => console.error(line),
+            }),
             harnessEnv: Deno.env.toObject(),
             goldensDir: resolve(options.goldens),
             wait: options.wait ?? false,
