@@ -20,7 +20,7 @@ export interface ConsoleProgressOptions {
   result?: (line: string) => void;
 }
 
-/** Lines of the result shown before the rest are counted. */
+/** ERROR reasons listed on the console before the rest are only counted. */
 const MAX_ERROR_LINES = 5;
 
 /** A progress sink writing progress to stderr and the result to stdout. */
