@@ -79,6 +79,14 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
     const kindOf = (p: string) => kinds[p] ?? guessKind(p);
     const crossTopology = (p: string) => versusBaseline.get(p)?.lane === "drift";
     const allFail = failed.length > 0 && passed.length === 0;
+    // The card counts what ran: "Every resume" only when every resume of the run was judged.
+    const every = failed.length === resumes.length
+      ? (resumes.length === 1 ? "The resume" : "Every resume")
+      : failed.length === 1
+      ? `The one resume judged (${failed[0]}; ${resumes.length - 1} of ${resumes.length} not)`
+      : `Each of the ${failed.length} resumes judged (${
+        resumes.length - failed.length
+      } of ${resumes.length} not)`;
     const stateEqual = run.state_checks.length > 0 &&
       run.state_checks.every((s) => s.verdict === "PASS");
     const noDigests = run.state_checks.every((s) => !s.available);
@@ -170,8 +178,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
       findings.push({
         ...base,
         code: CAUSE_CODES.stateNotRestored,
-        title:
-          `Every resume diverges: ${first.headline}${first.more}${stateNote} (restored ≠ saved).`,
+        title: `${every} diverges: ${first.headline}${first.more}${stateNote} (restored ≠ saved).`,
         next: `Restore ${differing.map((d) => `\`${d}\``).join(", ")} on load (the checkpoint ` +
           "holds it, or the save never wrote it).",
       });
@@ -180,7 +187,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
         ...base,
         code: CAUSE_CODES.nondeterministic,
         title:
-          `Every resume differs from step ${n1} by a few ULPs (${first.headline}${first.more}), and no ` +
+          `${every} differs from step ${n1} by a few ULPs (${first.headline}${first.more}), and no ` +
           "noise floor was measured: the trainer may simply not be bit-deterministic.",
         next: "Add `noise_floor: {repeats: 2}` (and `tolerance: {auto: true}`) to measure it: " +
           "exact lanes then ABSTAIN on noise and a tolerance lane still catches real bugs.",
@@ -190,7 +197,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
         ...base,
         code: CAUSE_CODES.updateDiffers,
         title:
-          `Every resume matches at step ${n1} and fails at ${
+          `${every} matches at step ${n1} and fails at ${
             n1 + 1
           } (${first.headline}${first.more}) ` +
           "while every restored-state digest equals the saved one: the first update after the " +
@@ -203,7 +210,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
         ...base,
         code: CAUSE_CODES.consumedBeforeFirstStep,
         title:
-          `Every resume fails at the first resumed step ${n1} (${first.headline}${first.more}) while ` +
+          `${every} fails at the first resumed step ${n1} (${first.headline}${first.more}) while ` +
           (stateEqual ? "every restored-state digest equals the saved one" : "no digests exist") +
           ": something is consumed between load and the first step.",
         next: "Look for what draws from the restored state before step " + n1 + ": a data " +

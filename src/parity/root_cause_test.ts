@@ -108,6 +108,29 @@ Deno.test("findRootCauses() cause-state-not-restored: every resume fails, digest
   assert.match(f[0].next, /Restore `rng` on load/);
 });
 
+Deno.test("findRootCauses() counts what ran: one judged resume of four is not 'every resume'", () => {
+  const states = [{
+    phase: "resume-native",
+    verdict: "FAIL" as const,
+    available: true,
+    differing: ["rng"],
+  }];
+  // The other three resumes were not run (an --only run, or a failed split): ERROR, not judged.
+  const unjudged = RESUMES.slice(1).map((p) =>
+    vs(p, undefined, { verdict: "ERROR", compared: 0, first_step: null, last_step: null })
+  );
+  const f = findRootCauses(input([vs("resume-native", big), ...unjudged], { states }), KINDS);
+  assert.equal(f[0].code, "cause-state-not-restored");
+  assert.match(f[0].title, /^The one resume judged \(resume-native; 3 of 4 not\) diverges: /);
+  const all = findRootCauses(
+    input(RESUMES.map((p) => vs(p, big)), {
+      states: RESUMES.map((p) => ({ ...states[0], phase: p })),
+    }),
+    KINDS,
+  );
+  assert.match(all[0].title, /^Every resume diverges: /);
+});
+
 Deno.test("findRootCauses() cause-converter: native passes, universal and reshard fail", () => {
   const c = [vs("resume-native"), vs("resume-universal", big), vs("resume-reshard", big)];
   const f = findRootCauses(input(c), KINDS);

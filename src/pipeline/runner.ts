@@ -36,7 +36,7 @@ import {
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { attachPlanExecutions } from "./plan_execution_check.ts";
 import { acquireRunLock } from "./lock.ts";
-import type { Progress } from "./run_progress.ts";
+import type { Progress, RunCard } from "./run_progress.ts";
 import {
   assertInside,
   experimentFolderName,
@@ -181,6 +181,7 @@ async function runLocked(
     states,
   };
   progress.runStart(exp.name, runDir, selected.size);
+  for (const warning of plan.warnings) progress.note(`warning: ${warning.message}`);
   const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
   await gitKnown;
   const facts = await environment;
@@ -370,7 +371,7 @@ async function judgeRun(
     state_checks: evaluation.state_checks,
     plan_sync: planSync,
     noise_floor: evaluation.noise_floor,
-    diagnostics: evaluation.diagnostics,
+    diagnostics: [...plan.warnings, ...evaluation.diagnostics],
     git_commit: run.gitCommit,
     ...(golden ? { golden: golden.summary } : {}),
   };
@@ -427,9 +428,28 @@ async function publishRun(
     summary.verdict,
     summary.wall_s,
     relative(Deno.cwd(), runDir) || runDir,
-    { lines: cardLines(summary.findings ?? []), cause: causeLine(summary.findings ?? []) },
+    runCard(summary),
   );
   return summary;
+}
+
+/**
+ * The console's card: findings, the cause for the last line, and the reason of every ERROR
+ * comparison that no ERROR finding (a failed phase) already explains, so an ERROR never ends
+ * the console without saying why.
+ */
+function runCard(summary: RunSummary): RunCard {
+  const findings = summary.findings ?? [];
+  const explained = findings.some((f) => f.verdict === "ERROR");
+  const errors = explained ? [] : summary.comparisons.filter((c) => c.verdict === "ERROR")
+    .map((c) => `${c.name}: ${c.reason ?? "could not be judged"}`);
+  return {
+    lines: cardLines(findings),
+    cause: causeLine(findings),
+    errors,
+    phases: summary.phases.length,
+    cached: summary.phases.filter((p) => p.cached).length,
+  };
 }
 
 /** Turns the run ERROR because its reports failed to render; returns the reason. */

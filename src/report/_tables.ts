@@ -12,8 +12,8 @@ import {
   comparisonUlp,
   comparisonUlpText,
   count,
+  duration,
   exact,
-  seconds,
   stat,
 } from "../format/numbers.ts";
 import { plannerText, secondOpinionText, verdictLabel } from "./_format.ts";
@@ -336,7 +336,7 @@ export function phasesTable(run: LoadedRun, existing: Set<string>): Table {
             suffix: (p.message ? `: ${p.message}` : "") + retriesNote(p),
           },
         },
-        c(seconds(p.wall_s)),
+        c(duration(p.wall_s)),
         c(p.cached ? `yes${p.source_run ? ` (${p.source_run})` : ""}` : "no"),
         c(p.exit_code === null ? "—" : String(p.exit_code)),
         logs,
@@ -469,7 +469,7 @@ export function headline(run: LoadedRun): string {
     bits.push(`diverged: ${broken.map((c) => `${c.phase} @ ${c.step ?? "?"}`).join(", ")}`);
   }
   bits.push(`${s.steps} steps, saved after step ${s.save_at}`);
-  bits.push(`wall ${seconds(s.wall_s)} (children ${seconds(s.children_wall_s)})`);
+  bits.push(`wall ${duration(s.wall_s)} (children ${duration(s.children_wall_s)})`);
   if (s.git_commit) bits.push(`commit ${s.git_commit.slice(0, 12)}`);
   if (s.interrupted) bits.push("INTERRUPTED");
   return bits.join(" · ");

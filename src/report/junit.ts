@@ -9,7 +9,7 @@
  */
 
 import type { RunSummary } from "../types/summary.ts";
-import { comparisonUlpText, exact } from "../format/numbers.ts";
+import { comparisonUlp, comparisonUlpText, exact } from "../format/numbers.ts";
 import { blamedPhases } from "../parity/culprit.ts";
 import { plannerText, secondOpinionText, stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
@@ -122,7 +122,9 @@ function casesOf(run: JunitRun): Case[] {
         ["verdict", c.verdict],
         ["first_divergent_step", known(c.first_divergent_step, exact)],
         ["max_abs", known(c.max_abs, exact)],
-        ["max_ulp", known(c.max_ulp, () => comparisonUlpText(c))],
+        // Numbers, so a CI reporter can chart or threshold them; the unit is its own property.
+        ["max_ulp", known(comparisonUlp(c)?.value ?? null, exact)],
+        ["max_ulp_unit", comparisonUlp(c)?.unit ?? ""],
         ["culprit", blamedPhases(c, s).join(", ")],
         ["state_components", stateOf(c.b).join(", ")],
       ],

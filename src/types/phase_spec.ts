@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { PhaseRole } from "./summary.ts";
+import type { Diagnostic, PhaseRole } from "./summary.ts";
 
 /** Which configured program runs a phase. */
 export type PhaseTool = "trainer" | "converter" | "planner" | "executor";
@@ -229,4 +229,6 @@ export interface ResolvedPlan {
   phases: PhaseSpec[];
   /** How the run is judged. */
   judge: JudgeSpec;
+  /** What the experiment leaves unchecked (warnings in the report and on the console). */
+  warnings: Diagnostic[];
 }
