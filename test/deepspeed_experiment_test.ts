@@ -122,6 +122,7 @@ Deno.test({
         "--results",
         results,
         "--quiet",
+        "--keep-going", // every policy's plan is judged, not only the first
         ...["matrix={trainer.args.zero_stage: [2]}", `trainer.args.plan_fault=${fault}`]
           .flatMap((s) => ["--set", s]),
       ]);
