@@ -24,11 +24,19 @@ export const reportCommand: Subcommand = (exit): Command =>
       "--image-base-url <url>",
       "URL where CI publishes the results folder: report.md links become absolute",
     )
+    .option(
+      "--verify-checkpoints",
+      "re-hash every checkpoint in full (default: only those up to 4 GiB)",
+    )
     .addHelpText(
       "after",
       "\nReads summary.json, losses.csv, experiment.resolved.yaml and phases/* of the run.",
     )
-    .action(async function (this: Command, path: string, options: { imageBaseUrl?: string }) {
+    .action(async function (
+      this: Command,
+      path: string,
+      options: { imageBaseUrl?: string; verifyCheckpoints?: boolean },
+    ) {
       const problem = options.imageBaseUrl ? imageBaseUrlProblem(options.imageBaseUrl) : null;
       if (problem) return usageError(this, problem);
       let runDir: string;
@@ -38,7 +46,10 @@ export const reportCommand: Subcommand = (exit): Command =>
         console.error(`error: ${(error as Error).message}`);
         return exit(2);
       }
-      const problems = await runArtifactProblems(runDir);
+      const problems = await runArtifactProblems(
+        runDir,
+        options.verifyCheckpoints ? "full" : "auto",
+      );
       if (problems.length > 0) {
         for (const problem of problems) console.error(`error: ${problem}`);
         console.error(

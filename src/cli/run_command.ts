@@ -44,6 +44,8 @@ export interface RunCommandOptions {
   goldens: string;
   /** The results folder's published URL (absolute image links in report.md). */
   imageBaseUrl?: string;
+  /** Re-hash every reused checkpoint, whatever its size. */
+  verifyCheckpoints?: boolean;
 }
 
 /** Marker a bare `--force` is rewritten to: re-run every phase. */
@@ -69,6 +71,10 @@ export const runCommand: Subcommand = (exit): Command => {
     .option(
       "--image-base-url <url>",
       "URL where CI publishes the results folder: report.md links become absolute",
+    )
+    .option(
+      "--verify-checkpoints",
+      "re-hash every reused checkpoint in full (default: only those up to 4 GiB)",
     )
     .action(async (files: string[], options: RunCommandOptions) => {
       exit(await runFiles(command, files, options));
@@ -113,6 +119,7 @@ async function runFiles(
     quiet: given.quiet ?? false,
     goldens: given.goldens,
     imageBaseUrl: given.imageBaseUrl ?? "",
+    verifyCheckpoints: given.verifyCheckpoints ?? false,
   };
   if (options.imageBaseUrl !== "") {
     const problem = imageBaseUrlProblem(options.imageBaseUrl);
@@ -188,6 +195,7 @@ async function runLoaded(
           harnessEnv: Deno.env.toObject(),
           goldensDir: resolve(options.goldens),
           imageBaseUrl: options.imageBaseUrl || undefined,
+          verifyCheckpoints: options.verifyCheckpoints ? "full" : "auto",
         }),
       );
       if (results.at(-1)!.summary.interrupted) break;

@@ -22,6 +22,7 @@ import { appendHistory, renderRun } from "../report/mod.ts";
 import { describeEnvironmentError } from "./environment_error.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 import { quarantineIncomplete } from "./cache.ts";
+import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
@@ -71,6 +72,8 @@ export interface RunOptions {
   goldensDir?: string;
   /** The results folder's published URL, for absolute links in report.md (`--image-base-url`). */
   imageBaseUrl?: string;
+  /** Re-hash every reused checkpoint, however large (`--verify-checkpoints`; default `auto`). */
+  verifyCheckpoints?: CheckpointVerifyMode;
 }
 
 /** Outcome of one experiment run. */
@@ -178,6 +181,7 @@ async function runLocked(
     manifestPath,
     progress,
     states,
+    verifyCheckpoints: options.verifyCheckpoints ?? "auto",
   };
   progress.runStart(exp.name, runDir, selected.size);
   const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
