@@ -23,6 +23,7 @@ import { describeEnvironmentError } from "./environment_error.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 import { quarantineIncomplete } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
+import { removeStrayTemporaries } from "./stray_temporaries.ts";
 import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
@@ -143,6 +144,7 @@ async function runLocked(
 
   await Deno.mkdir(join(runDir, "phases"), { recursive: true });
   for (const note of await quarantineIncomplete(experimentDir, runDir)) progress.note(note);
+  for (const note of await removeStrayTemporaries(experimentDir, runDir)) progress.note(note);
   await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), writtenYaml);
   const hashes: Record<string, string> = {
     "experiment.resolved.yaml": await sha256Hex(writtenYaml),
