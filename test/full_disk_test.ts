@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { latestSummary, runCli, writeExperiment } from "./_testing/cli_harness.ts";
-import { leftovers } from "../bench/reliability/_processes.ts";
+import { leftovers } from "./_testing/leftovers.ts";
 
 const root = Deno.uid() === 0;
 const inCi = Deno.env.get("CI") === "true";

@@ -18,7 +18,7 @@ import { parseTensorboard } from "../src/metrics/tensorboard.ts";
 import { judgeSeries } from "../src/parity/evaluate.ts";
 import { unionWindow } from "../src/parity/lanes.ts";
 import type { Diagnostic } from "../src/types/summary.ts";
-import { seededRandom } from "../bench/reliability/_processes.ts";
+import { seededRandom } from "./_testing/leftovers.ts";
 
 const CASES = Number(Deno.env.get("PARITY_FUZZ_CASES") ?? 10_000);
 const TESTDATA = new URL("../src/metrics/testdata/", import.meta.url).pathname;

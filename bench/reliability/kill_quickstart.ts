@@ -15,7 +15,7 @@
 
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
-import { leftovers, processesOf, seededRandom } from "./_processes.ts";
+import { leftovers, processesOf, seededRandom } from "../../test/_testing/leftovers.ts";
 
 const { values } = parseArgs({
   options: {

@@ -26,7 +26,7 @@ import { runExperiment } from "../../src/pipeline/runner.ts";
 import type { Progress } from "../../src/pipeline/run_progress.ts";
 import { collectGarbage } from "../../src/pipeline/gc.ts";
 import { writeSuiteIndex } from "../../src/report/mod.ts";
-import { leftovers, openFds, processesOf } from "./_processes.ts";
+import { leftovers, openFds, processesOf } from "../../test/_testing/leftovers.ts";
 
 /** Bounds checked after the warm-up runs (docs/reliability.md). */
 const BOUNDS = { fds: 4, heapMiB: 32, rssMiB: 128 };
