@@ -25,7 +25,11 @@ import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
 import { writeJsonAtomic } from "./run_store.ts";
 import { attachEarlierJob, infraRetry, runSlurmAttempt, slurmSummary } from "./slurm_phase.ts";
 import { hashPhaseOutputs, notReused } from "./output_hashes.ts";
-import { type CheckpointVerifyMode, hashCheckpoints } from "./checkpoint_hashes.ts";
+import {
+  type CheckpointVerifyMode,
+  hashCheckpoints,
+  warmCheckpointHasher,
+} from "./checkpoint_hashes.ts";
 
 /** Where a phase stands during a run. */
 export interface PhaseState {
@@ -237,6 +241,8 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
   await writeJsonAtomic(ctx.manifestPath, ctx.manifest);
 
   const startedAt = new Date();
+  // The checkpoint is hashed once the child is done: compile the hash meanwhile.
+  const warm = spec.role === "split" || spec.role === "convert" ? warmCheckpointHasher() : null;
   const retries: { attempt: number; matched: string; message: string }[] = [];
   let attempt = 1;
   let result;
@@ -299,6 +305,7 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
     : spec.role === "convert"
     ? [paths.universal!]
     : [];
+  await warm;
   const checkpointHashes = checkpointRoots.length > 0
     ? await hashCheckpoints(paths.dir, checkpointRoots)
     : undefined;
