@@ -15,7 +15,8 @@
 
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
-import { leftovers, processesOf, seededRandom } from "../../test/_testing/leftovers.ts";
+import { leftovers, processesOf } from "../../test/_testing/leftovers.ts";
+import { rng } from "../../src/affine/_testing.ts";
 
 const { values } = parseArgs({
   options: {
@@ -27,7 +28,7 @@ const { values } = parseArgs({
 });
 const PROJECT = resolve(import.meta.dirname!, "../..");
 const kills = Number(values.kills);
-const random = seededRandom(Number(values.seed));
+const random = rng(Number(values.seed));
 const root = resolve(values.results ?? await Deno.makeTempDir({ prefix: "parity-kill-" }));
 const QUICKSTART = join(PROJECT, "experiments/quickstart.yaml");
 

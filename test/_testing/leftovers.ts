@@ -1,6 +1,7 @@
 /**
- * What a results folder leaves on the machine and on disk, for the kill and soak runs: live
- * processes whose environment names a phase folder inside it, lock files and `*.tmp` files.
+ * What a results folder leaves on the machine and on disk, for the kill, soak and full-disk
+ * runs: live processes whose environment names a phase folder inside it, lock files and `*.tmp`
+ * files.
  *
  * @module
  */
@@ -41,16 +42,4 @@ export async function leftovers(dir: string): Promise<{ locks: string[]; tmp: st
 /** Open file descriptors of this process. */
 export function openFds(): number {
   return [...Deno.readDirSync("/proc/self/fd")].length;
-}
-
-/** A small seeded PRNG (mulberry32), so a kill schedule can be replayed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
