@@ -17,7 +17,7 @@
  */
 
 import { createXXHash128 } from "hash-wasm";
-import { join, relative } from "node:path";
+import { isAbsolute, join, relative } from "node:path";
 
 /** The hash recorded for every checkpoint file. */
 export const CHECKPOINT_HASH_ALGORITHM = "xxh128";
@@ -138,13 +138,14 @@ export async function checkpointChanged(
   if (recorded.algorithm !== CHECKPOINT_HASH_ALGORITHM) {
     return `its checkpoint hashes use ${recorded.algorithm}, not ${CHECKPOINT_HASH_ALGORITHM}`;
   }
-  const present: string[] = [];
-  for (const root of recorded.roots) {
-    if (root.startsWith("..") || root.startsWith("/")) {
-      return `its phase.json hashes a checkpoint outside its folder: ${root}`;
-    }
-    await walkFiles(join(phaseDir, root), present);
+  const outside = [...recorded.roots, ...Object.keys(recorded.files)].find((rel) =>
+    isAbsolute(rel) || rel.split(/[\\/]/).includes("..")
+  );
+  if (outside !== undefined) {
+    return `its phase.json hashes a checkpoint file outside its folder: ${outside}`;
   }
+  const present: string[] = [];
+  for (const root of recorded.roots) await walkFiles(join(phaseDir, root), present);
   const added = present.map((p) => relative(phaseDir, p)).find((rel) => !(rel in recorded.files));
   if (added !== undefined) return `checkpoint file ${added} appeared after the phase completed`;
   const full = mode === "full" || recorded.bytes <= limitBytes;

@@ -89,3 +89,17 @@ Deno.test("checkpointChanged() above the limit checks size, mtime and inode unle
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("checkpointChanged() refuses hashes naming files outside the phase folder", async () => {
+  const { dir, recorded } = await savedCheckpoint();
+  try {
+    const file = recorded.files["checkpoints/latest"];
+    const tampered = { ...recorded, files: { ...recorded.files, "../../etc/hostname": file } };
+    assert.equal(
+      await checkpointChanged(dir, tampered),
+      "its phase.json hashes a checkpoint file outside its folder: ../../etc/hostname",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
