@@ -8,6 +8,7 @@
  * checkpoint remain.
  *
  *   deno task reliability:soak [--runs 200] [--suite 50] [--max-minutes M] [--results DIR] [--json FILE]
+ *   deno task reliability:soak --samples FILE     # re-check the bounds on an earlier --json
  *
  * The suite runs first; `--max-minutes` stops the quickstart loop early (the figures then say how
  * many runs were made), so a loaded machine still yields every check.
@@ -28,7 +29,11 @@ import { collectGarbage } from "../../src/pipeline/gc.ts";
 import { writeSuiteIndex } from "../../src/report/mod.ts";
 import { leftovers, openFds, processesOf } from "../../test/_testing/leftovers.ts";
 
-/** Bounds checked after the warm-up runs (docs/reliability.md). */
+/**
+ * Bounds (docs/reliability.md): per kind of run (suite, forced, cached), the mean of its last 10
+ * samples against the mean of its 11th to 20th — a suite experiment and a quickstart differ in
+ * working set, so each is compared with its own kind, after its own warm-up.
+ */
 const BOUNDS = { fds: 4, heapMiB: 32, rssMiB: 128 };
 const WARM_UP = 10;
 
@@ -39,9 +44,59 @@ const { values } = parseArgs({
     results: { type: "string" },
     json: { type: "string" },
     "max-minutes": { type: "string", default: "100000" },
+    samples: { type: "string" },
   },
 });
 const deadline = Date.now() + Number(values["max-minutes"]) * 60_000;
+interface Sample {
+  run: number;
+  kind: string;
+  verdict: string;
+  wall_s: number;
+  fds: number;
+  heap_mib: number;
+  rss_mib: number;
+}
+
+/** Growth per kind of run: mean of the last 10 samples minus mean of samples 11-20. */
+function growth(samples: Sample[]) {
+  const out: Record<string, { runs: number; fds: number; heap_mib: number; rss_mib: number }> = {};
+  for (const kind of new Set(samples.map((s) => s.kind))) {
+    const of = samples.filter((s) => s.kind === kind);
+    const early = of.slice(WARM_UP, 2 * WARM_UP);
+    const late = of.slice(-WARM_UP);
+    if (early.length === 0) continue;
+    const mean = (xs: Sample[], key: "fds" | "heap_mib" | "rss_mib") =>
+      xs.reduce((a, x) => a + x[key], 0) / xs.length;
+    const delta = (key: "fds" | "heap_mib" | "rss_mib") =>
+      Math.round((mean(late, key) - mean(early, key)) * 10) / 10;
+    out[kind] = {
+      runs: of.length,
+      fds: delta("fds"),
+      heap_mib: delta("heap_mib"),
+      rss_mib: delta("rss_mib"),
+    };
+  }
+  return out;
+}
+
+function growthFailures(g: ReturnType<typeof growth>): string[] {
+  return Object.entries(g).flatMap(([kind, d]) => [
+    d.fds > BOUNDS.fds ? `${kind}: open fds grew by ${d.fds}` : "",
+    d.heap_mib > BOUNDS.heapMiB ? `${kind}: heap grew by ${d.heap_mib} MiB` : "",
+    d.rss_mib > BOUNDS.rssMiB ? `${kind}: rss grew by ${d.rss_mib} MiB` : "",
+  ]).filter((x) => x !== "");
+}
+
+if (values.samples) {
+  // Re-checks the memory bounds on the samples of an earlier --json, without running anything.
+  const stored: { samples: Sample[] } = JSON.parse(await Deno.readTextFile(values.samples));
+  const g = growth(stored.samples);
+  const failures = growthFailures(g);
+  console.log(JSON.stringify({ growth: g, bounds: BOUNDS, failures }));
+  Deno.exit(failures.length === 0 ? 0 : 1);
+}
+
 const PROJECT = resolve(import.meta.dirname!, "../..");
 const results = resolve(values.results ?? await Deno.makeTempDir({ prefix: "parity-soak-" }));
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -76,15 +131,6 @@ function run(exp: Experiment, force: boolean, baseDir: string) {
   });
 }
 
-interface Sample {
-  run: number;
-  kind: string;
-  verdict: string;
-  wall_s: number;
-  fds: number;
-  heap_mib: number;
-  rss_mib: number;
-}
 const samples: Sample[] = [];
 function sample(runNo: number, kind: string, verdict: string, wallS: number) {
   gc!();
@@ -181,10 +227,11 @@ const allCached = afterGc.phases.every((p) => p.cached);
 const left = await leftovers(results);
 const orphans = await processesOf(results);
 
-const warm = samples.filter((s) => s.run > WARM_UP);
-const base = samples.find((s) => s.run === WARM_UP) ?? samples[0];
-if (warm.length === 0) warm.push(samples.at(-1)!);
-const max = (key: "fds" | "heap_mib" | "rss_mib") => Math.max(...warm.map((s) => s[key]));
+const memory = growth(samples);
+const range = (key: "fds" | "heap_mib" | "rss_mib") => [
+  Math.min(...samples.map((s) => s[key])),
+  Math.max(...samples.map((s) => s[key])),
+];
 const figures = {
   quickstart_runs: runs,
   suite_experiments: suiteSize,
@@ -194,14 +241,10 @@ const figures = {
       v,
     ) => [v, samples.filter((s) => s.verdict === v).length]),
   ),
-  fds_at_warm_up: base.fds,
-  fds_max_after: max("fds"),
-  heap_mib_at_warm_up: base.heap_mib,
-  heap_mib_max_after: max("heap_mib"),
-  heap_mib_last: samples.at(-1)!.heap_mib,
-  rss_mib_at_warm_up: base.rss_mib,
-  rss_mib_max_after: max("rss_mib"),
-  rss_mib_last: samples.at(-1)!.rss_mib,
+  growth: memory,
+  fds_range: range("fds"),
+  heap_mib_range: range("heap_mib"),
+  rss_mib_range: range("rss_mib"),
   history_runs_quickstart: historyRuns.size,
   history_rows_per_quickstart_run: quickstartRuns[0]?.comparisons,
   quickstart_runs_recorded_once: quickstartRows,
@@ -219,9 +262,7 @@ const figures = {
   results,
 };
 const failures = [
-  figures.fds_max_after - base.fds > BOUNDS.fds && "open fds grew",
-  figures.heap_mib_max_after - base.heap_mib > BOUNDS.heapMiB && "heap grew",
-  figures.rss_mib_max_after - base.rss_mib > BOUNDS.rssMiB && "rss grew",
+  ...growthFailures(memory),
   (quickstartRows !== runs || historyRuns.size !== runs) && "history.csv quickstart rows",
   suiteRows !== suiteSize && "history.csv suite rows",
   after.length !== 2 && "gc left other than one split and one universal checkpoint",
