@@ -7,6 +7,7 @@
  * @module
  */
 
+import { FULL_VERIFY_LIMIT_GIB } from "../pipeline/checkpoint_hashes.ts";
 import { Command } from "commander";
 import { imageBaseUrlProblem, renderRun, resolveRunDir } from "../report/mod.ts";
 import { runArtifactProblems } from "../pipeline/verify_run.ts";
@@ -26,7 +27,7 @@ export const reportCommand: Subcommand = (exit): Command =>
     )
     .option(
       "--verify-checkpoints",
-      "re-hash every checkpoint in full (default: only those up to 4 GiB)",
+      `re-hash every checkpoint in full (default: only those up to ${FULL_VERIFY_LIMIT_GIB} GiB)`,
     )
     .addHelpText(
       "after",

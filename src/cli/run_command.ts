@@ -7,6 +7,7 @@
  */
 
 import { dirname, resolve } from "node:path";
+import { FULL_VERIFY_LIMIT_GIB } from "../pipeline/checkpoint_hashes.ts";
 import { Command, type ParseOptionsResult } from "commander";
 import {
   formatValidationErrors,
@@ -74,7 +75,7 @@ export const runCommand: Subcommand = (exit): Command => {
     )
     .option(
       "--verify-checkpoints",
-      "re-hash every reused checkpoint in full (default: only those up to 4 GiB)",
+      `re-hash every reused checkpoint in full (default: only those up to ${FULL_VERIFY_LIMIT_GIB} GiB)`,
     )
     .action(async (files: string[], options: RunCommandOptions) => {
       exit(await runFiles(command, files, options));

@@ -29,6 +29,9 @@ export const CHECKPOINT_HASH_ALGORITHM = "xxh128";
  */
 export const FULL_VERIFY_LIMIT_BYTES = 4 * 1024 ** 3;
 
+/** {@link FULL_VERIFY_LIMIT_BYTES} in GiB, for help texts. */
+export const FULL_VERIFY_LIMIT_GIB = FULL_VERIFY_LIMIT_BYTES / 1024 ** 3;
+
 /** Files hashed at once: reads of one overlap the hashing of another. */
 const CONCURRENCY = 4;
 
