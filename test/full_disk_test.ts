@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { latestSummary, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 import { leftovers } from "./_testing/leftovers.ts";
+import { sha256Hex } from "../src/pipeline/manifest.ts";
 
 const root = Deno.uid() === 0;
 const inCi = Deno.env.get("CI") === "true";
@@ -45,14 +46,7 @@ async function snapshot(dir: string): Promise<Map<string, string>> {
       const p = join(d, e.name);
       if (e.isSymlink) out.set(p, `-> ${await Deno.readLink(p)}`);
       else if (e.isDirectory) await walk(p);
-      else {out.set(
-          p,
-          String(
-            await crypto.subtle.digest("SHA-256", await Deno.readFile(p)).then((h) =>
-              new Uint8Array(h).join(",")
-            ),
-          ),
-        );}
+      else out.set(p, await sha256Hex(await Deno.readFile(p)));
     }
   };
   await walk(dir);
