@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { RunSummary } from "../src/types/summary.ts";
+import type { PlanSyncSummary, RunSummary } from "../src/types/summary.ts";
 import { latestSummary, PROJECT, runCli } from "./_testing/cli_harness.ts";
 import { assertSlurmReachable, SLURM, SLURM_IGNORE } from "./_testing/slurm_cluster.ts";
 
@@ -32,6 +32,21 @@ function comparison(summary: RunSummary, name: string) {
   const c = summary.comparisons.find((x) => x.name === name);
   assert.ok(c, `${summary.experiment}: no comparison ${name}`);
   return c;
+}
+
+/** A clean plan of DeepSpeed's planner: named, verified, every process planned and executed. */
+function assertDeepSpeedPlan(plan: PlanSyncSummary, processes: number, where: string) {
+  const at = `${where} ${plan.policy}`;
+  assert.equal(plan.planner?.name, "deepspeed.checkpoint.affine_transfer", at);
+  assert.equal(plan.planner?.version, "0.19.8", at);
+  assert.equal(plan.planner?.api, "plan_transfer + replica_selector", at);
+  assert.ok(plan.verified, `${at}: ${plan.error}`);
+  assert.ok(plan.moved_bytes > 0, at);
+  assert.equal(Object.keys(plan.per_process ?? {}).length, processes, `${at}: every process`);
+  assert.equal(plan.second_opinion?.available, true, at);
+  const ex = plan.execution;
+  assert.equal(ex?.verdict, "PASS", `${at}: ${ex?.reason}`);
+  assert.deepEqual(ex?.kinds, ["module", "fp32", "exp_avg", "exp_avg_sq"], at);
 }
 
 function stateCheck(summary: RunSummary, phase: string) {
@@ -62,13 +77,13 @@ Deno.test({
       // Digests of the logical state are equal across the autoep_size change.
       assert.deepEqual(stateCheck(s, "resume-ep1").differing, []);
       assert.equal(stateCheck(s, "resume-ep1").verdict, "PASS");
-      // Plan sync of the same reshard: verified, with moved and local bytes per process.
+    }
+    // Plan sync of the same reshard by DeepSpeed's own planner, for every process: verified,
+    // re-planned by the harness, and executed on the split's bytes equal to resume-ep1's state.
+    for (const stage of [1, 2, 3]) {
+      const s = await latestSummary(results, `deepspeed-cpu-autoep@zero_stage=${stage}`);
       assert.equal(s.plan_sync.length, 2);
-      for (const plan of s.plan_sync) {
-        assert.ok(plan.verified, plan.error);
-        assert.ok(plan.moved_bytes > 0 && plan.local_bytes > 0);
-        assert.ok(Object.keys(plan.per_process ?? {}).length >= 2);
-      }
+      for (const plan of s.plan_sync) assertDeepSpeedPlan(plan, 2, `ZeRO ${stage}`);
     }
     // DeepSpeed 0.19.8's ZeRO-3 universal load shares one Adam step tensor across sub-groups:
     // the native resume is exact, the universal one diverges at the second resumed step.
@@ -84,14 +99,88 @@ Deno.test({
   },
 });
 
+/** Planner fault → which check catches it (docs/plan-sync.md, "Detection"). */
+const PLAN_FAULTS: Record<string, "verifier" | "execution"> = {
+  "drop-segment": "verifier",
+  "wrong-holder": "verifier",
+  "shift-origin": "verifier",
+  "swap-source-experts": "execution",
+};
+const FAULT_PARAMETER = "model.layers.1.mlp.experts.w2";
+
 Deno.test({
-  name: "deepspeed on Slurm: the same verdict and bit-identical losses as the local executor",
+  name: "deepspeed: each planner fault FAILs naming the parameter; the clean plans pass",
+  ignore,
+  async fn() {
+    assertVenv();
+    // ZeRO 2 of cpu_autoep.yaml in its own folder: the trainer phases are cached after the
+    // first run (a planner fault reaches only the planner), so each fault re-plans and re-executes.
+    for (const [fault, caughtBy] of Object.entries(PLAN_FAULTS)) {
+      const run = await runCli([
+        "run",
+        join(PROJECT, "experiments/deepspeed/cpu_autoep.yaml"),
+        "--results",
+        results,
+        "--quiet",
+        ...["matrix={trainer.args.zero_stage: [2]}", `trainer.args.plan_fault=${fault}`]
+          .flatMap((s) => ["--set", s]),
+      ]);
+      assert.equal(run.code, 1, `${fault}: ${run.stderr.slice(-3000)}`);
+      const s = await latestSummary(results, "deepspeed-cpu-autoep@zero_stage=2");
+      assert.equal(s.plan_sync.length, 2, fault);
+      for (const plan of s.plan_sync) {
+        assert.equal(plan.planner?.fault, fault);
+        assert.equal(plan.planner?.fault_parameter, FAULT_PARAMETER);
+        if (caughtBy === "verifier") {
+          assert.equal(plan.verified, false, `${fault}: the verifier must reject the plan`);
+          assert.match(
+            plan.error ?? "",
+            new RegExp(`parameters\\.${FAULT_PARAMETER.replaceAll(".", "\\.")}`),
+          );
+        } else {
+          // The lying map is consistent with its own segments: only the bytes tell.
+          assert.ok(plan.verified, `${fault}: ${plan.error}`);
+          assert.equal(plan.execution?.verdict, "FAIL", fault);
+          assert.ok(plan.execution!.mismatches.every((m) => m.parameter === FAULT_PARAMETER));
+          assert.equal(s.findings?.[0]?.code, "cause-plan-bytes", fault);
+        }
+      }
+      // The resumes are untouched by a planner fault.
+      assert.equal(comparison(s, "baseline~resume-native").verdict, "PASS", fault);
+    }
+  },
+});
+
+Deno.test({
+  name: "deepspeed: replica policies on two holders, autoep 1 -> 2 and world 2 -> 1, executed",
+  ignore,
+  async fn() {
+    assertVenv();
+    const file = join(PROJECT, "experiments/deepspeed/cpu_autoep_plans.yaml");
+    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(run.code, 0, run.stderr.slice(-3000));
+    for (const member of ["target_1", "target_2"]) {
+      const s = await latestSummary(results, `deepspeed-cpu-autoep-plans@${member}`);
+      assert.equal(s.plan_sync.length, 3);
+      // Two source processes (replicas) feed the target processes in both members.
+      for (const plan of s.plan_sync) assertDeepSpeedPlan(plan, 2, member);
+      const load = (policy: string) => s.plan_sync.find((p) => p.policy === policy)!;
+      // Two holders of every region: first_holder and highest_holder read different replicas.
+      assert.notDeepEqual(load("first_holder").per_process, load("highest_holder").per_process);
+      assert.ok(load("local_first_least_loaded").local_bytes >= load("first_holder").local_bytes);
+    }
+  },
+});
+
+Deno.test({
+  name: "deepspeed on two Slurm nodes: the same verdict and bit-identical losses as one local node",
   ignore: ignore || SLURM_IGNORE,
   async fn() {
     assertVenv();
     assertSlurmReachable();
-    // ZeRO 2 of cpu_autoep.yaml twice under its own name: locally, then one batch job per phase
-    // (torchrun under srun).
+    // ZeRO 2 of cpu_autoep.yaml twice under its own name: locally (2 ranks on this host), then
+    // one batch job per phase on two nodes of the namespace cluster (one torchrun per node under
+    // srun, 1 rank each, c10d rendezvous and gloo over the nodes' network).
     const zero2 = (name: string, sets: string[] = [], env: Record<string, string> = {}) =>
       runCli([
         "run",
@@ -103,7 +192,7 @@ Deno.test({
       ], env);
     const local = await zero2("ds-local");
     assert.equal(local.code, 0, local.stderr.slice(-3000));
-    const slurm = await zero2("ds-slurm", ["executor={kind: slurm, poll: 1}"], SLURM.env);
+    const slurm = await zero2("ds-slurm", ["executor={kind: slurm, nodes: 2, poll: 1}"], SLURM.env);
     assert.equal(slurm.code, 0, slurm.stderr.slice(-3000));
     const [a, b] = await Promise.all(
       ["ds-local", "ds-slurm"].map((name) =>
@@ -113,6 +202,14 @@ Deno.test({
     assert.equal(b, a, "every phase's loss, bit for bit");
     const summary = await latestSummary(results, "ds-slurm");
     assert.ok(summary.phases.every((p) => !p.cached), "the Slurm run ran every phase itself");
+    const run = join(results, "ds-slurm", "latest");
+    const manifest = JSON.parse(await Deno.readTextFile(join(run, "manifest.json")));
+    const clusters = manifest.clusters as Record<string, { nodes: string }>;
+    for (const phase of ["baseline", "split", "resume-native", "resume-universal", "resume-ep1"]) {
+      assert.match(clusters[phase].nodes, /\[\d+-\d+\]|,/, `${phase} ran on two nodes`);
+      const script = await Deno.readTextFile(join(run, "phases", phase, "slurm_job.sh"));
+      assert.match(script, /'--nnodes' '2' '--nproc-per-node' '1' '--rdzv-backend' 'c10d'/);
+    }
   },
 });
 

@@ -94,7 +94,7 @@ Deno.test("run: a filesystem error during the run is ERROR in one sentence, no s
     await Deno.writeTextFile(join(results, "env-error"), "in the way\n");
     const run = await runCli(["run", file, "--results", results]);
     assert.equal(run.code, 3, run.stderr);
-    assert.match(run.stderr, /^parity: ERROR: .*env-error/m);
+    assert.match(run.stderr, /^parity run: ERROR: .*env-error/m);
     assert.ok(!run.stderr.includes("    at "), `no stack trace: ${run.stderr}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -115,7 +115,7 @@ Deno.test("run: a write failing after the verdict leaves summary.json ERROR, exi
     await Deno.mkdir(join(results, "history.csv", "x"), { recursive: true });
     const run = await runCli(["run", file, "--results", results, "--quiet"]);
     assert.equal(run.code, 3, run.stderr);
-    assert.match(run.stderr, /^parity: ERROR: .*history\.csv/m);
+    assert.match(run.stderr, /^parity run: ERROR: .*history\.csv/m);
     assert.ok(!run.stderr.includes("    at "), "no stack trace");
     const runs = [...Deno.readDirSync(join(results, "late-failure"))]
       .filter((e) => e.isDirectory).map((e) => e.name);

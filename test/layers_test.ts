@@ -30,7 +30,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   types: [],
   format: ["types"],
   affine: [],
-  process: [],
+  process: ["format"], // the one duration format of the console
   executors: ["types", "process"],
   metrics: ["types"],
   presets: ["types", "affine"],

@@ -45,7 +45,7 @@ Deno.test("root cause: a nondeterministic trainer without a noise floor is told 
     assert.equal(r.summary.findings?.[0].code, "cause-nondeterministic");
     assert.match(firstCardLine(r.report), /cause-nondeterministic.*few ULPs/);
     assert.match(r.report.split("\n").slice(3, 6).join("\n"), /noise\\_floor: \{repeats: 2\}/);
-    assert.match(r.run.stderr, /next: Add `noise_floor: \{repeats: 2\}`/);
+    assert.match(r.run.stdout, /next: Add `noise_floor: \{repeats: 2\}`/);
     assert.match(r.junit, /<system-out>.*cause-nondeterministic/);
   } finally {
     await Deno.remove(r.dir, { recursive: true });
@@ -83,8 +83,8 @@ Deno.test("root cause: a crash shows the log tail on the console and names the c
   try {
     assert.equal(r.run.code, 3, r.run.stderr);
     assert.equal(r.summary.findings?.[0].code, "cause-phase-failed");
-    assert.match(r.run.stderr, /\| RuntimeError: boom: CUDA out of memory \(simulated\)/);
-    const last = r.run.stderr.trim().split("\n").pop()!;
+    assert.match(r.run.stdout, /\| RuntimeError: boom: CUDA out of memory \(simulated\)/);
+    const last = r.run.stdout.trim().split("\n").pop()!;
     assert.match(last, /^ERROR crash in .* — phase baseline failed: RuntimeError: boom: CUDA out/);
     assert.match(firstCardLine(r.report), /cause-phase-failed.*phase baseline failed/);
   } finally {
@@ -142,8 +142,8 @@ Deno.test("root cause: a timeout names the phase, its last log line and the time
     const f = r.summary.findings?.[0];
     assert.equal(f?.code, "cause-phase-failed");
     assert.match(f?.next ?? "", /trainer\.timeout/);
-    assert.match(r.run.stderr, /\| hanging with marker/);
-    const last = r.run.stderr.trim().split("\n").pop()!;
+    assert.match(r.run.stdout, /\| hanging with marker/);
+    const last = r.run.stdout.trim().split("\n").pop()!;
     assert.match(last, /^ERROR timeout in .* — phase baseline timed out: hanging with marker/);
   } finally {
     await Deno.remove(r.dir, { recursive: true });

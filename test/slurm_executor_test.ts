@@ -1,87 +1,27 @@
 /**
- * The Slurm executor against a real one-node cluster (`tools/slurm_cluster.sh start`): the
- * quickstart gives the same verdict and bit-identical losses as local children; a failing job, a
- * job over its time limit, SIGINT to the harness (no job left in the queue) and re-attaching to
- * jobs after the harness was killed with SIGKILL. Ignored on a machine without a cluster; never
- * under CI (see test/_testing/slurm_cluster.ts).
+ * The Slurm executor against the real test cluster (`tools/slurm_cluster.sh start`: nodes in
+ * network namespaces): the quickstart across nodes gives the same verdict and bit-identical losses
+ * as local children; a failing job, a job over its time limit, SIGINT to the harness (no job left
+ * in the queue) and re-attaching to jobs after the harness was killed with SIGKILL. Ignored on a
+ * machine without a cluster; never under CI (see test/_testing/slurm_cluster.ts).
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  CLI,
-  denoCommand,
-  latestSummary,
-  PROJECT,
-  runCli,
-  writeExperiment,
-} from "./_testing/cli_harness.ts";
+import { latestSummary, PROJECT, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 import {
   assertSlurmReachable,
+  echoExperiment,
   IN_CI,
   jobState,
   queuedJobs,
+  readJson,
   SLURM,
   SLURM_IGNORE,
+  startHarness,
+  submittedJob,
+  waitFor,
 } from "./_testing/slurm_cluster.ts";
-
-const SLURM_EXECUTOR = { kind: "slurm", poll: 0.5 };
-
-function echoExperiment(
-  name: string,
-  env: Record<string, string>,
-  timeout = 120,
-  executor: Record<string, unknown> = SLURM_EXECUTOR,
-) {
-  return {
-    name,
-    schedule: { steps: 8, save_at: 4 },
-    executor,
-    trainer: { command: denoCommand("echo_trainer.ts", `slurm-${name}`), timeout, env },
-    resume: { native: { from: "native" } },
-  };
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-async function readJson(path: string): Promise<Record<string, unknown>> {
-  return JSON.parse(await Deno.readTextFile(path));
-}
-
-/** The job id the harness recorded for a phase of the newest run, once it has submitted. */
-async function submittedJob(results: string, experiment: string, phase: string): Promise<string> {
-  let id = "";
-  await waitFor(async () => {
-    try {
-      for await (const run of Deno.readDir(join(results, experiment))) {
-        const path = join(results, experiment, run.name, "phases", phase, "slurm_job.json");
-        try {
-          id = String((await readJson(path)).job_id);
-          return true;
-        } catch { /* not yet */ }
-      }
-    } catch { /* no run folder yet */ }
-    return false;
-  }, `the ${phase} job to be submitted`);
-  return id;
-}
-
-function startHarness(file: string, results: string): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", CLI, "run", file, "--results", results],
-    cwd: PROJECT,
-    env: { NO_COLOR: "1", ...SLURM.env },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-}
 
 Deno.test({
   name: "slurm: the test cluster is reachable under CI",
@@ -90,7 +30,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "slurm: the quickstart PASSes with losses bit-identical to the local executor",
+  name: "slurm: the quickstart across nodes PASSes with losses bit-identical to local children",
   ignore: SLURM_IGNORE,
   async fn() {
     assertSlurmReachable();
@@ -107,6 +47,8 @@ Deno.test({
             join(dir, "slurm"),
             "--quiet",
             "--set",
+            // The test cluster puts each job on its least loaded node (LLN): phases that run at
+            // once land on different nodes.
             `executor={kind: slurm, poll: 0.5}`,
           ],
           SLURM.env,
@@ -126,6 +68,8 @@ Deno.test({
       assert.match(clusters.baseline.scheduler, /22|23|24|25|slurm/);
       assert.equal(clusters.baseline.state, "COMPLETED");
       assert.ok(clusters.baseline.nodes.length > 0);
+      const hosts = new Set(Object.values(clusters).map((c) => c.nodes));
+      assert.ok(hosts.size >= 2, `every phase ran on one node: ${[...hosts]}`);
       const phase = await readJson(join(dir, "slurm/quickstart/latest/phases/baseline/phase.json"));
       assert.equal((phase.slurm as Record<string, string>).id, clusters.baseline.job_id);
     } finally {
@@ -149,7 +93,7 @@ Deno.test({
           "slurm-fail",
           { FAIL_PHASE: "split", API_TOKEN: "hunter2-secret" },
           120,
-          { ...SLURM_EXECUTOR, srun: true },
+          { kind: "slurm", poll: 0.5, srun: true },
         ),
       );
       const run = await runCli(["run", file, "--results", dir, "--quiet"], SLURM.env);

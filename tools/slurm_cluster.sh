@@ -1,58 +1,103 @@
 #!/usr/bin/env bash
-# A one-node Slurm cluster on loopback for the Slurm executor's tests (docs/slurm.md).
+# A multi-node Slurm test cluster on this machine for the Slurm executor's tests (docs/slurm.md):
+# a controller and $PARITY_SLURM_NODES compute nodes (default 4), each daemon in its own network
+# namespace with its own hostname and address on a private bridge, like separate hosts on a
+# cluster network. The root namespace (where the harness runs) is the login node.
 #
-#   tools/slurm_cluster.sh start    # munged, slurmctld, slurmd; waits until the node is idle
-#   tools/slurm_cluster.sh status   # exit 0 when jobs can be submitted; prints SLURM_CONF
-#   tools/slurm_cluster.sh stop     # kills the daemons this script started (by their pid files)
+#   tools/slurm_cluster.sh start              # namespaces, bridge, munged, slurmctld, slurmds; waits until idle
+#   tools/slurm_cluster.sh status             # exit 0 when jobs can be submitted; prints SLURM_CONF
+#   tools/slurm_cluster.sh stop               # kills what this script started, removes its namespaces
+#   tools/slurm_cluster.sh kill-node node2    # the node dies: every process in its namespace is killed
+#   tools/slurm_cluster.sh start-node node2   # it boots again (slurmd), and returns to service
+#   tools/slurm_cluster.sh net-down node2     # its network link goes down (processes keep running)
+#   tools/slurm_cluster.sh net-up node2
 #
-# Idempotent. Everything (config, munge key and socket, spool, logs, pid files) lives in
-# $PARITY_SLURM_DIR (default <repo>/.slurm, git-ignored); nothing under /etc is touched, so
-# clients need SLURM_CONF=$PARITY_SLURM_DIR/slurm.conf (the tests find it there by themselves).
-# Needs root and Debian's slurm-wlm + munge. Controller and node talk over 127.0.0.1, on ports
-# $PARITY_SLURM_PORT (controller, default 16817) and +1 (slurmd). Slurm has no listen-address
-# setting, so the daemons bind every interface; every message is authenticated with a munge key
-# generated here, which nobody else has.
+# Idempotent. Everything (config, munge key and socket, spool, logs, pid files, the nodes' hosts
+# file) lives in $PARITY_SLURM_DIR (default <repo>/.slurm, git-ignored); nothing under /etc is
+# written, so clients need SLURM_CONF=$PARITY_SLURM_DIR/slurm.conf (the tests find it there).
+# Needs root, iproute2, util-linux (nsenter, unshare) and Debian's slurm-wlm + munge.
+#
+# The network: bridge parity-br0 in the root namespace with $PARITY_SLURM_NET.254/24 (the login
+# node); namespace parity-ctl holds slurmctld at .1, parity-nodeK holds slurmd of nodeK at .(10+K).
+# The namespaces have no default route and nothing forwards out of the bridge, so no daemon can
+# reach or be reached from outside this machine; the daemons bind every interface of their own
+# namespace only (its loopback and veth). Each daemon also gets its own UTS namespace (hostname
+# nodeK) and a private bind mount of a hosts file that names every host of the cluster, so name
+# lookups (torchrun's rendezvous, gloo) resolve to cluster addresses. The file system is shared by
+# all, as a cluster's shared storage. munged runs once, in the root namespace: its Unix socket is
+# reachable from every namespace. Every Slurm message is authenticated with a munge key generated
+# here, which nobody else has.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+self=$repo/tools/slurm_cluster.sh
 dir=${PARITY_SLURM_DIR:-$repo/.slurm}
 port=${PARITY_SLURM_PORT:-16817}
 cpus=${PARITY_SLURM_CPUS:-4}
+count=${PARITY_SLURM_NODES:-4}
+net=${PARITY_SLURM_NET:-10.127.27}
+# SlurmdTimeout: a node that does not answer for this long is DOWN and its jobs NODE_FAIL.
+node_timeout=${PARITY_SLURM_NODE_TIMEOUT:-10}
 conf=$dir/slurm.conf
-node=$(hostname -s)
+bridge=parity-br0
+export SLURM_CONF=$conf
+
+nodes() { seq -f 'node%g' 1 "$count"; }
+# With 4 nodes or more the last two form partition `faults`, where the failure tests kill nodes
+# and cut networks without touching the jobs of other tests (partition `debug`, the default).
+debug_nodes() { if [ "$count" -ge 4 ]; then nodes | head -n $((count - 2)); else nodes; fi; }
+node_addr() { echo "$net.$((10 + ${1#node}))"; }
+netns_of() { [ "$1" = ctl ] && echo parity-ctl || echo "parity-$1"; }
+
+has_netns() { [ -e "/run/netns/$1" ]; }
 
 alive() { # alive <pidfile>
   [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
 }
 
+idle_nodes() {
+  timeout 5 sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2 ~ /^(idle|mix|alloc)/ {print $1}' | sort -u
+}
+
 ready() {
-  SLURM_CONF=$conf timeout 5 sinfo -h -n "$node" -o '%t' 2>/dev/null | grep -Eq '^(idle|mix|alloc)'
+  [ "$(idle_nodes | wc -l)" -ge "$count" ]
+}
+
+check_name() { # a node this cluster has
+  [[ " $(nodes | xargs) " == *" $1 "* ]] || { echo "slurm_cluster: no node $1 (nodes: $(nodes | xargs))" >&2; exit 2; }
 }
 
 write_config() {
-  mkdir -p "$dir"/{munge,spool/ctld,spool/d,log,run}
+  mkdir -p "$dir"/{munge,spool/ctld,log,run}
   chmod 700 "$dir/munge"
   if [ ! -s "$dir/munge/munge.key" ]; then
     dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
     chmod 400 "$dir/munge/munge.key"
   fi
-  cat >"$conf" <<EOF
-# Generated by tools/slurm_cluster.sh: a one-node test cluster on loopback.
+  {
+    echo "127.0.0.1 localhost"
+    echo "$net.1 parity-ctl"
+    for n in $(nodes); do echo "$(node_addr "$n") $n"; done
+  } >"$dir/hosts"
+  {
+    cat <<EOF
+# Generated by tools/slurm_cluster.sh: a test cluster in network namespaces on this machine.
 ClusterName=parity-test
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=parity-ctl($net.1)
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
+# cred_expire: also how long a requeued job waits before it may start again (default 120 s).
+AuthInfo=socket=$dir/munge/munge.socket,cred_expire=20
 StateSaveLocation=$dir/spool/ctld
-SlurmdSpoolDir=$dir/spool/d
+SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$dir/run/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SchedulerType=sched/backfill
@@ -70,65 +115,152 @@ KillWait=5
 InactiveLimit=0
 SchedulerParameters=sched_interval=1
 SlurmctldTimeout=30
-SlurmdTimeout=30
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 State=UNKNOWN
-PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
+SlurmdTimeout=$node_timeout
 EOF
+    for n in $(nodes); do
+      echo "NodeName=$n NodeAddr=$(node_addr "$n") NodeHostname=$n CPUs=$cpus RealMemory=1000 State=UNKNOWN"
+    done
+    # LLN: each job goes to the least loaded node, so phases that run at once spread over nodes.
+    echo "PartitionName=debug Nodes=$(debug_nodes | paste -sd, -) Default=YES LLN=YES MaxTime=INFINITE State=UP"
+    if [ "$count" -ge 4 ]; then
+      echo "PartitionName=faults Nodes=$(nodes | tail -n 2 | paste -sd, -) MaxTime=INFINITE State=UP"
+    fi
+  } >"$conf"
+}
+
+# A namespace <ns> with veth <ns-side name> to the bridge and address <addr>; idempotent.
+make_netns() { # make_netns <netns> <addr> <host-side veth>
+  local ns=$1 addr=$2 host=$3
+  has_netns "$ns" || ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  if ! ip -n "$ns" link show pnet0 >/dev/null 2>&1; then
+    ip link del "$host" 2>/dev/null || true
+    ip link add "$host" type veth peer name pnet0 netns "$ns"
+  fi
+  ip link set "$host" master "$bridge"
+  ip link set "$host" up
+  [[ $(ip -n "$ns" addr show dev pnet0) == *"inet $addr/"* ]] || ip -n "$ns" addr add "$addr/24" dev pnet0
+  ip -n "$ns" link set pnet0 up
+}
+
+make_network() {
+  if ! ip link show "$bridge" >/dev/null 2>&1; then ip link add "$bridge" type bridge; fi
+  [[ $(ip addr show dev "$bridge") == *"inet $net.254/"* ]] || ip addr add "$net.254/24" dev "$bridge"
+  ip link set "$bridge" up
+  make_netns parity-ctl "$net.1" parity-vctl
+  for n in $(nodes); do make_netns "$(netns_of "$n")" "$(node_addr "$n")" "parity-v$n"; done
+}
+
+# Runs a daemon as host <name>: in its network namespace, with its own hostname and the
+# cluster's hosts file (the daemon and everything it starts inherit both).
+as_host() { # as_host <name> <command...>
+  local name=$1
+  shift
+  # nsenter, not `ip netns exec`: that remounts /sys, which hides the cgroup file systems slurmd
+  # needs; only the network namespace is switched here.
+  nsenter --net="/run/netns/$(netns_of "$name")" unshare --uts --mount --propagation slave \
+    "$self" _host "$name" "$@"
+}
+
+start_node() { # start_node <nodeK>
+  local n=$1
+  mkdir -p "$dir/spool/$n"
+  alive "$dir/run/slurmd-$n.pid" && return 0
+  as_host "$n" slurmd -N "$n" || {
+    echo "slurm_cluster: slurmd of $n did not start:" >&2
+    tail -n 5 "$dir/log/slurmd-$n.log" >&2 || true
+    exit 1
+  }
 }
 
 start() {
   command -v slurmctld >/dev/null || { echo "slurm_cluster: slurmctld not installed (apt-get install -y slurm-wlm munge)" >&2; exit 1; }
+  command -v ip >/dev/null || { echo "slurm_cluster: ip not installed (apt-get install -y iproute2)" >&2; exit 1; }
   write_config
+  make_network
   if ! alive "$dir/run/munged.pid"; then
     munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
       --pid-file="$dir/run/munged.pid" --log-file="$dir/log/munged.log" \
       --seed-file="$dir/munge/munged.seed"
   fi
-  export SLURM_CONF=$conf
-  alive "$dir/run/slurmctld.pid" || slurmctld -c -i # -c: a fresh start forgets old jobs
-  alive "$dir/run/slurmd.pid" || slurmd
-  for _ in $(seq 1 60); do
+  if ! alive "$dir/run/slurmctld.pid"; then
+    as_host ctl slurmctld -c -i || { # -c: a fresh start forgets old jobs
+      echo "slurm_cluster: slurmctld did not start:" >&2
+      tail -n 5 "$dir/log/slurmctld.log" >&2 || true
+      exit 1
+    }
+  fi
+  for n in $(nodes); do start_node "$n"; done
+  wait_ready
+}
+
+wait_ready() {
+  for _ in $(seq 1 120); do
     if ready; then
-      scontrol update nodename="$node" state=resume >/dev/null 2>&1 || true
-      echo "slurm_cluster: up ($(sinfo -V)); export SLURM_CONF=$conf"
+      for n in $(nodes); do scontrol update nodename="$n" state=resume >/dev/null 2>&1 || true; done
+      echo "slurm_cluster: up ($(sinfo -V); nodes $(nodes | xargs)); export SLURM_CONF=$conf"
       return 0
     fi
     sleep 0.5
   done
-  echo "slurm_cluster: the node did not become idle; logs in $dir/log" >&2
-  tail -n 5 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2 || true
+  echo "slurm_cluster: the nodes did not become idle; logs in $dir/log" >&2
+  sinfo -N >&2 || true
+  tail -n 5 "$dir"/log/slurm*.log >&2 || true
   exit 1
+}
+
+stop_pid() { # stop_pid <pidfile>
+  if alive "$1"; then
+    local pid
+    pid=$(cat "$1")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$1"
+}
+
+kill_netns_processes() { # every process in a namespace this script created: all were started here
+  local ns=$1 pids
+  has_netns "$ns" || return 0
+  pids=$(ip netns pids "$ns" 2>/dev/null | xargs)
+  [ -n "$pids" ] || return 0
+  # shellcheck disable=SC2086 # one word per pid
+  kill -9 $pids 2>/dev/null || true
+  for _ in $(seq 1 20); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.1; done
 }
 
 stop() {
   # Pending and running jobs first, so no job step outlives its slurmd.
   if alive "$dir/run/slurmctld.pid"; then
-    SLURM_CONF=$conf scancel --quiet -p debug 2>/dev/null || true
+    scancel --quiet --user=root 2>/dev/null || true
     for _ in $(seq 1 40); do
-      [ -z "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ] && break
+      [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
       sleep 0.25
     done
   fi
-  for name in slurmd slurmctld munged; do
-    local pidfile=$dir/run/$name.pid
-    if alive "$pidfile"; then
-      local pid
-      pid=$(cat "$pidfile")
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$pidfile"
+  for n in $(nodes); do stop_pid "$dir/run/slurmd-$n.pid"; done
+  stop_pid "$dir/run/slurmctld.pid"
+  stop_pid "$dir/run/munged.pid"
+  for n in $(nodes); do
+    kill_netns_processes "$(netns_of "$n")"
+    ip netns del "$(netns_of "$n")" 2>/dev/null || true
   done
+  kill_netns_processes parity-ctl
+  ip netns del parity-ctl 2>/dev/null || true
+  ip link del "$bridge" 2>/dev/null || true
   echo "slurm_cluster: stopped"
 }
 
 status() {
-  if alive "$dir/run/slurmctld.pid" && alive "$dir/run/slurmd.pid" && ready; then
-    echo "slurm_cluster: up; export SLURM_CONF=$conf"
+  local down=""
+  alive "$dir/run/slurmctld.pid" || down="slurmctld"
+  for n in $(nodes); do alive "$dir/run/slurmd-$n.pid" || down="$down slurmd($n)"; done
+  if [ -z "$down" ] && ready; then
+    echo "slurm_cluster: up (nodes $(idle_nodes | xargs)); export SLURM_CONF=$conf"
     return 0
   fi
-  echo "slurm_cluster: down"
+  echo "slurm_cluster: down${down:+ (not running:$down)}"
   return 1
 }
 
@@ -136,8 +268,31 @@ case "${1:-}" in
 start) start ;;
 stop) stop ;;
 status) status ;;
+kill-node)
+  check_name "${2:-}"
+  kill_netns_processes "$(netns_of "$2")"
+  rm -f "$dir/run/slurmd-$2.pid"
+  echo "slurm_cluster: $2 killed (slurmd and every job process on it)"
+  ;;
+start-node)
+  check_name "${2:-}"
+  start_node "$2"
+  wait_ready
+  ;;
+net-down | net-up)
+  check_name "${2:-}"
+  ip -n "$(netns_of "$2")" link set pnet0 "${1#net-}"
+  echo "slurm_cluster: network of $2 ${1#net-}"
+  ;;
+_host) # internal: as_host's second half, inside the host's namespaces
+  name=$2
+  shift 2
+  mount --bind "$dir/hosts" /etc/hosts
+  if [ "$name" = ctl ]; then hostname parity-ctl; else hostname "$name"; fi
+  exec "$@"
+  ;;
 *)
-  echo "usage: $0 start|stop|status" >&2
+  echo "usage: $0 start|stop|status|kill-node NODE|start-node NODE|net-down NODE|net-up NODE" >&2
   exit 2
   ;;
 esac

@@ -94,6 +94,7 @@ def layout(folder: str, with_maps: bool = False) -> dict:
             "num_experts": meta.get("num_experts"),
             "num_local_experts": meta.get("num_local_experts"),
             "ep_size": meta.get("ep_size"),
+            "expert_data_parallel_world_size": meta.get("expert_data_parallel_world_size"),
             "ranks": placement.get("ranks"),
             "placement_version": placement.get("version"),
             "params": params,

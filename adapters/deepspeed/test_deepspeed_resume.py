@@ -83,3 +83,35 @@ def test_native_resume_is_bit_identical_with_equal_digests(tmp_path):
     assert layers[0]["ranks"] == [{"rank": 0, "experts": [0, 1]}, {"rank": 1, "experts": [2, 3]}]
     assert [p["name"].rsplit(".", 1)[1] for p in layers[0]["params"]] == ["w1", "w2", "w3"]
     assert [f["expert"] for f in layers[0]["expert_files"]] == [0, 1, 2, 3]
+
+    # The planner's target lowering (DeepSpeed's autoep_placement_to_affine_map of the legacy
+    # placement) equals the maps a checkpoint saved at that topology records.
+    sys.path.insert(0, HERE)
+    from autoep_layout import layout as read_layout
+    from deepspeed_planner import _target_ep_map
+    for layer in read_layout(tag, with_maps=True)["layers"]:
+        for param in layer["params"]:
+            lowered = _target_ep_map(layer["num_experts"], 2, param["logical_shape"])
+            # JSON both, so rank keys compare as the same type.
+            assert json.loads(json.dumps(lowered)) == json.loads(json.dumps(param["map"])), param["name"]
+
+    # A same-topology plan made by DeepSpeed's planner and executed on the checkpoint's bytes
+    # builds exactly what the native resume holds after its load, slot by slot.
+    target = os.path.join(tmp, "target.json")
+    with open(target, "w") as f:
+        json.dump({"world_size": 2, "autoep_size": 2}, f)
+    plan, executed = os.path.join(tmp, "plan.json"), os.path.join(tmp, "executed.json")
+    subprocess.run([sys.executable, os.path.join(HERE, "deepspeed_planner.py"), "--source-checkpoint", tag,
+                    "--target", target, "--policy", "first_holder", "--out", plan], check=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "plan_executor.py"), "--source-checkpoint", tag, "--plan",
+                    plan, "--out", executed], check=True)
+    with open(executed) as f:
+        built = json.load(f)
+    with open(os.path.join(tmp, "resume-native", "process_state.json")) as f:
+        held = json.load(f)
+    assert sorted(built["processes"]) == sorted(held["processes"]) == ["0", "1"]
+    for process, entry in held["processes"].items():
+        assert built["processes"][process]["params"] == entry["params"], process
+        assert built["processes"][process]["ep_rank"] == entry["ep_rank"] == int(process)
+    assert sorted(held["processes"]["1"]["params"]["model.layers.0.mlp.experts.w1"]) == [
+        "exp_avg", "exp_avg_sq", "experts", "fp32", "module", "shape"]

@@ -36,6 +36,10 @@ import time
 from types import SimpleNamespace
 
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
+# DeepSpeed JIT-builds its ops into torch's extension cache, one folder per op name: two venvs
+# (another DeepSpeed version, another checkout) sharing ~/.cache/torch_extensions rebuild each
+# other's ops on every launch and wait on each other's build lock. One cache per environment.
+os.environ.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(sys.prefix, "torch_extensions"))
 
 import numpy  # noqa: E402
 import torch  # noqa: E402
@@ -44,6 +48,7 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from parity_adapter import Parity  # noqa: E402
+from process_state import write_process_state  # noqa: E402
 
 FAULTS = {
     "none": "no fault",
@@ -405,6 +410,8 @@ def main(argv: list[str]) -> int:
         parity.loaded(resumed, digests=parity.engine_digests(engine, data=sampler.state_dict()),
                       kind=a.resume_kind, engine_global_steps=engine.global_steps, world_size=world,
                       autoep_size=a.autoep_size, zero_stage=a.zero_stage)
+        # Per process and expert slot, for the plan-execute check (docs/plan-sync.md).
+        write_process_state(engine, parity.run_dir, source=f"resume-{a.resume_kind}")
         first = resumed + 1
     else:
         first = 1

@@ -20,4 +20,5 @@ export * from "./plan_transfers.ts";
 export * from "./policies.ts";
 export * from "./plan_file.ts";
 export * from "./verify.ts";
+export * from "./second_opinion.ts";
 export { formatVerdict } from "./format_verdict.ts";

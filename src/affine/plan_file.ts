@@ -53,6 +53,8 @@ export interface PlanFile {
   target_processes: Record<string, number>;
   /** Parameters by name. */
   parameters: Record<string, PlanFileParameter>;
+  /** Who planned it (foreign planners say; the harness's own plans leave it out). */
+  planner?: { name: string; [field: string]: unknown };
 }
 
 /** Inputs of {@link buildPlanFile} besides the plans. */
@@ -174,6 +176,11 @@ export function parsePlanFile(raw: unknown): PlanFile {
     }
   }
   if (!isRecord(raw.parameters)) throw new AffineError("plan.parameters: expected an object");
+  if (
+    raw.planner !== undefined && (!isRecord(raw.planner) || typeof raw.planner.name !== "string")
+  ) {
+    throw new AffineError("plan.planner: expected an object with a string name");
+  }
   for (const [name, p] of Object.entries(raw.parameters)) {
     const at = `plan.parameters.${name}`;
     if (!isRecord(p)) throw new AffineError(`${at}: expected an object`);

@@ -56,8 +56,9 @@ export interface PlanBudget {
   /** Most bytes of one parameter's segment list as compact JSON with sorted keys. */
   maxPlanBytes: number;
   /**
-   * Most merge candidates examined while coalescing one parameter. Not a DeepSpeed limit (its
-   * `PlanBudget` has none), so unlimited by default; a caller may set one.
+   * Most merge candidates examined while coalescing one parameter. Not a limit of the upstream
+   * commit the defaults follow, so unlimited by default; DeepSpeed 0.19.8 sets 2^18
+   * (docs/plan-sync.md, "Budgets"). A caller may set one.
    */
   maxMergeChecks: number;
 }

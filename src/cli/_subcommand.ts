@@ -51,3 +51,25 @@ export function numberArgument(
 export function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
+
+/**
+ * Prints a diagnostic with the one error prefix of the CLI, `parity <command>: ` (`parity: `
+ * outside a command); an ERROR (exit 3) says so first: `parity run: ERROR: the results folder ...`.
+ */
+export function printError(command: Command | string, message: string, error = false): void {
+  const name = typeof command === "string" ? command : command.name();
+  console.error(
+    `parity${name === "" || name === "parity" ? "" : ` ${name}`}: ${
+      error ? "ERROR: " : ""
+    }${message}`,
+  );
+}
+
+/**
+ * Help text shown after a command's options: `Example:` lines (the same form in every command),
+ * then an optional note.
+ */
+export function examples(lines: string[], note = ""): string {
+  return `\nExample${lines.length > 1 ? "s" : ""}:\n${lines.map((l) => `  ${l}`).join("\n")}` +
+    (note === "" ? "" : `\n\n${note}`);
+}

@@ -14,7 +14,7 @@ import { consoleProgress } from "../pipeline/console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { bisect, BisectUsageError, formatBisect } from "../reproduce/mod.ts";
-import { collect, type Subcommand, usageError } from "./_subcommand.ts";
+import { collect, examples, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity bisect`, as commander parses them. */
 interface BisectCommandOptions {
@@ -38,6 +38,12 @@ export const bisectCommand: Subcommand = (exit): Command => {
     .option("--set <KEY.PATH=VALUE>", "override a field (repeatable)", collect)
     .option("--results <dir>", "results folder", "results")
     .option("--goldens <dir>", "goldens folder for golden: true", DEFAULT_GOLDENS_DIR)
+    .addHelpText(
+      "after",
+      examples([
+        "parity bisect experiments/deepspeed/cpu_autoep.yaml --repo ../DeepSpeed --good v0.19.7 --bad HEAD",
+      ]),
+    )
     .option("--quiet", "print phase start/end lines only")
     .action(async (file: string, options: BisectCommandOptions) => {
       const loaded = await readExperimentFile(file, { sets: options.set ?? [] });
@@ -59,7 +65,11 @@ export const bisectCommand: Subcommand = (exit): Command => {
           repo: resolve(options.repo),
           good: options.good,
           bad: options.bad,
-          progress: consoleProgress({ quiet: options.quiet ?? false }),
+          // The command's result is its own verdict: each run's verdict line goes to stderr.
+          progress: consoleProgress({
+            quiet: options.quiet ?? false,
+            result: (line) => console.error(line),
+          }),
           harnessEnv: Deno.env.toObject(),
         });
         console.log(formatBisect(result));

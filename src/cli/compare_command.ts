@@ -10,7 +10,7 @@ import { Command, Option } from "commander";
 import type { MetricsFormat } from "../metrics/series.ts";
 import { compareMetricsFiles, formatCompareTable } from "../parity/mod.ts";
 import { EXIT_CODES } from "../types/summary.ts";
-import { numberArgument, type Subcommand, usageError } from "./_subcommand.ts";
+import { examples, numberArgument, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity compare`, as commander parses them. */
 export interface CompareCommandOptions {
@@ -81,7 +81,13 @@ export const compareCommand: Subcommand = (exit): Command =>
     )
     .option("--to <S>", "window end (default: the last step both files span)", count)
     .option("--json", "print JSON instead of a table")
-    .addHelpText("after", "\nExit codes: 0 PASS, 1 FAIL, 3 ERROR, 4 ABSTAIN, 2 usage error.")
+    .addHelpText(
+      "after",
+      examples(
+        ["parity compare a/metrics.jsonl b/metrics.jsonl --lane both"],
+        "Exit codes: 0 PASS, 1 FAIL, 3 ERROR, 4 ABSTAIN, 2 usage error.",
+      ),
+    )
     .action(async (a: string, b: string, options: CompareCommandOptions, command: Command) => {
       const problem = await compareUsageProblem(a, b, options);
       if (problem !== null) usageError(command, problem);

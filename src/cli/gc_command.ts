@@ -8,7 +8,7 @@
 
 import { Command } from "commander";
 import { collectGarbage, formatGcReport, type GcReport } from "../pipeline/gc.ts";
-import type { Subcommand } from "./_subcommand.ts";
+import { examples, printError, type Subcommand } from "./_subcommand.ts";
 
 /** Options of `parity gc`, as commander parses them. */
 export interface GcCommandOptions {
@@ -30,7 +30,8 @@ export const gcCommand: Subcommand = (exit): Command =>
     .option("--json", "print the report as JSON")
     .addHelpText(
       "after",
-      `
+      examples(["parity gc results --dry-run"]) + `
+
 Deletes checkpoint folders (split checkpoints/, convert *_universal/) that no cached phase still
 needs: kept are the run 'latest' names, the runs it reuses, and runs newer than it. Metrics, logs
 and reports are never deleted.`,
@@ -47,7 +48,7 @@ and reports are never deleted.`,
         const message = e.message.startsWith("no experiment")
           ? e.message
           : `no folder ${resultsDir}`;
-        console.error(`parity gc: ${message}`);
+        printError("gc", message);
         return exit(2);
       }
       console.log(options.json ? JSON.stringify(report, null, 2) : formatGcReport(report));

@@ -10,16 +10,18 @@ import { Command } from "commander";
 import { resolve } from "node:path";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { saveGolden, StoredRunError } from "../reproduce/mod.ts";
-import { type Subcommand, usageError } from "./_subcommand.ts";
+import { examples, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Builds `parity golden` with its one action, `save`. */
 export const goldenCommand: Subcommand = (exit): Command => {
   const command = new Command("golden")
-    .description("keep per-environment golden baselines: golden save <run-dir>");
+    .description("keep per-environment golden baselines: golden save <run-dir>")
+    .addHelpText("after", examples(["parity golden save results/quickstart/latest"]));
   const save = new Command("save")
     .description("store the run's baseline as the golden of its environment")
     .argument("<run-dir>", "a run folder")
     .option("--goldens <dir>", "goldens folder", DEFAULT_GOLDENS_DIR)
+    .addHelpText("after", examples(["parity golden save results/quickstart/latest"]))
     .action(async (runDir: string, options: { goldens: string }) => {
       try {
         const saved = await saveGolden(runDir, {

@@ -8,7 +8,7 @@
 
 import { Command } from "commander";
 import { historyPath, renderHistoryView } from "../report/mod.ts";
-import { numberArgument, type Subcommand } from "./_subcommand.ts";
+import { examples, numberArgument, printError, type Subcommand } from "./_subcommand.ts";
 
 const positiveInteger = numberArgument((x) => Number.isInteger(x) && x >= 1, "an integer >= 1");
 
@@ -21,15 +21,18 @@ export const historyCommand: Subcommand = (exit): Command =>
     .option("--limit <N>", "newest rows shown", positiveInteger, 30)
     .addHelpText(
       "after",
-      "\nWrites <results>/history/index.html (interactive trend, each point linking to its run)\n" +
-        "and <results>/history/history-trend.{vl.json,svg,png} from <results>/history.csv.",
+      examples(
+        ["parity history results --experiment quickstart"],
+        "Writes <results>/history/index.html (interactive trend, each point linking to its run)\n" +
+          "and <results>/history/history-trend.{vl.json,svg,png} from <results>/history.csv.",
+      ),
     )
     .action(async (resultsDir: string, options: { experiment?: string; limit: number }) => {
       const view = await renderHistoryView(resultsDir, options);
       if (view === undefined) {
         const dir = resultsDir.replace(/\/+$/, "") || "/";
         const which = options.experiment ? ` for experiment "${options.experiment}"` : "";
-        console.error(`no history in ${historyPath(dir)}${which}`);
+        printError("history", `no history in ${historyPath(dir)}${which}`);
         return exit(2);
       }
       console.log(view.markdown);

@@ -8,30 +8,12 @@
  * @module
  */
 
-import { Command, CommanderError } from "commander";
+import { CommanderError } from "commander";
 import { PlaceholderError } from "../experiment/mod.ts";
 import { describeEnvironmentError } from "../pipeline/environment_error.ts";
 import { LockHeldError } from "../pipeline/lock.ts";
-import { type ExitCodeSink, USAGE_EXIT_CODE } from "./_subcommand.ts";
-import { SUBCOMMANDS } from "./subcommands.ts";
-
-/**
- * The `parity` program with every subcommand. Errors never exit the process: commander throws
- * a {@linkcode CommanderError} instead, which {@linkcode main} turns into an exit code.
- */
-export function createProgram(exit: ExitCodeSink): Command {
-  const program = new Command("parity")
-    .usage("<command> [options]")
-    .description("resume-parity experiments for large-model training")
-    .addHelpText(
-      "after",
-      "\nExit codes: 0 PASS, 1 FAIL, 2 bad input or usage, 3 ERROR, 4 ABSTAIN.\n" +
-        "Run 'parity <command> --help' for a command's options.",
-    );
-  for (const subcommand of SUBCOMMANDS) program.addCommand(subcommand(exit));
-  for (const command of [program, ...program.commands]) _configure(command);
-  return program;
-}
+import { printError, USAGE_EXIT_CODE } from "./_subcommand.ts";
+import { createProgram } from "./program.ts";
 
 /** Runs the harness command line on `argv` (the words after the program); returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -43,11 +25,12 @@ export async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv, { from: "user" });
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : USAGE_EXIT_CODE;
+    const command = program.commands.find((c) => c.name() === argv[0])?.name() ?? "";
     if (error instanceof LockHeldError) {
-      console.error(`parity: ${error.message}`);
+      printError(command, error.message, true);
       return 3;
     }
-    return reportUncaught(error);
+    return reportUncaught(command, error);
   }
   return exitCode;
 }
@@ -57,38 +40,21 @@ export async function main(argv: string[]): Promise<number> {
  * is ERROR (exit 3), never the FAIL that an uncaught exception's exit 1 would mean: an environment problem in one sentence, a bug as `internal error` with its stack only
  * when `PARITY_DEBUG` is set.
  */
-function reportUncaught(error: unknown): number {
+function reportUncaught(command: string, error: unknown): number {
   if (error instanceof PlaceholderError) {
     // A placeholder only the run can expand (an unset ${env.X}): invalid input, nothing judged.
-    console.error(`parity: invalid experiment: ${error.message}`);
+    printError(command, `invalid experiment: ${error.message}`);
     return USAGE_EXIT_CODE;
   }
   const environment = describeEnvironmentError(error);
   if (environment !== null) {
-    console.error(`parity: ERROR: ${environment}`);
+    printError(command, environment, true);
   } else {
     const message = error instanceof Error ? error.message : String(error);
-    console.error(`parity: ERROR: internal error: ${message.split("\n")[0]}`);
+    printError(command, `internal error: ${message.split("\n")[0]}`, true);
     if (Deno.env.get("PARITY_DEBUG") && error instanceof Error) console.error(error.stack);
   }
   return 3;
-}
-
-/**
- * Same behaviour for every command: throw instead of exiting, write through the console (so
- * tests capture it), and print a usage error as `parity <command>: <message>` with a pointer to
- * the command's help.
- */
-function _configure(command: Command): void {
-  const name = command.parent ? `parity ${command.name()}` : "parity";
-  command
-    .exitOverride()
-    .configureOutput({
-      writeOut: (text) => console.log(text.replace(/\n$/, "")),
-      writeErr: (text) => console.error(text.replace(/\n$/, "")),
-      outputError: (text, write) => write(text.replace(/^error: /, `${name}: `)),
-    })
-    .showHelpAfterError(`(run '${name} --help' for usage)`);
 }
 
 if (import.meta.main) {

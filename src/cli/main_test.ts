@@ -1,6 +1,7 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { captureConsole } from "../../test/_testing/capture_console.ts";
-import { createProgram, main } from "./main.ts";
+import { main } from "./main.ts";
+import { createProgram } from "./program.ts";
 
 const QUICKSTART = new URL("../../experiments/quickstart.yaml", import.meta.url).pathname;
 
@@ -19,6 +20,8 @@ Deno.test("parity <command> --help prints that command's usage and exits 0", asy
     const help = await captureConsole(() => main([name, "--help"]));
     equal(help.value, 0, name);
     match(help.out, new RegExp(`^Usage: parity ${name} `), name);
+    // An example in every --help, each a runnable `parity <name> ...` line.
+    match(help.out, new RegExp(`\\nExamples?:\\n  parity ${name}( |$)`, "m"), name);
     equal(help.err, "", name);
   }
   const top = await captureConsole(() => main(["--help"]));
@@ -26,6 +29,18 @@ Deno.test("parity <command> --help prints that command's usage and exits 0", asy
   match(top.out, /^Usage: parity <command> \[options\]/);
   match(top.out, /Exit codes: 0 PASS, 1 FAIL, 2 bad input or usage, 3 ERROR, 4 ABSTAIN/);
   equal((await captureConsole(() => main(["help", "gc"]))).value, 0);
+  match(top.out, /\nExamples:\n {2}parity run experiments\/quickstart\.yaml\n/);
+});
+
+Deno.test("parity --version prints the harness version, deno.json's, on stdout", async () => {
+  const config = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
+  for (const flag of ["--version", "-V"]) {
+    const run = await captureConsole(() => main([flag]));
+    equal(run.value, 0);
+    equal(run.out, `parity ${config.version}`);
+    equal(run.err, "");
+  }
+  equal(config.name, "@parity/harness");
 });
 
 Deno.test("parity exits 2 with a one-line message and no stack on usage errors", async () => {

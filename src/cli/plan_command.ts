@@ -11,7 +11,7 @@ import { Command } from "commander";
 import { dirname, resolve } from "node:path";
 import { formatValidationErrors, readExperimentFile } from "../experiment/mod.ts";
 import { formatPlanPreview, type PlanPreview, previewPlan } from "../pipeline/plan_preview.ts";
-import { collect, type Subcommand } from "./_subcommand.ts";
+import { collect, examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity plan`. */
 export const planCommand: Subcommand = (exit): Command =>
@@ -21,6 +21,7 @@ export const planCommand: Subcommand = (exit): Command =>
     .option("--set <KEY.PATH=VALUE>", "override a field (repeatable)", collect)
     .option("--results <DIR>", "results folder the cache is looked up in", "results")
     .option("--json", "print the plan as JSON")
+    .addHelpText("after", examples(["parity plan experiments/quickstart.yaml --json"]))
     .action(async (file: string, options: { set?: string[]; results: string; json?: boolean }) => {
       const result = await readExperimentFile(file, { sets: options.set ?? [] });
       if (!result.ok) {

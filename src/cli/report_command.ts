@@ -11,7 +11,7 @@ import { FULL_VERIFY_LIMIT_GIB } from "../pipeline/checkpoint_hashes.ts";
 import { Command } from "commander";
 import { imageBaseUrlProblem, renderRun, resolveRunDir } from "../report/mod.ts";
 import { runArtifactProblems } from "../pipeline/verify_run.ts";
-import { type Subcommand, usageError } from "./_subcommand.ts";
+import { examples, printError, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Builds `parity report`. */
 export const reportCommand: Subcommand = (exit): Command =>
@@ -31,7 +31,10 @@ export const reportCommand: Subcommand = (exit): Command =>
     )
     .addHelpText(
       "after",
-      "\nReads summary.json, losses.csv, experiment.resolved.yaml and phases/* of the run.",
+      examples(
+        ["parity report results/quickstart/latest --image-base-url https://ci.example.org/results/"],
+        "Reads summary.json, losses.csv, experiment.resolved.yaml and phases/* of the run.",
+      ),
     )
     .action(async function (
       this: Command,
@@ -44,7 +47,7 @@ export const reportCommand: Subcommand = (exit): Command =>
       try {
         runDir = await resolveRunDir(path);
       } catch (error) {
-        console.error(`error: ${(error as Error).message}`);
+        printError("report", (error as Error).message);
         return exit(2);
       }
       const problems = await runArtifactProblems(
@@ -52,9 +55,11 @@ export const reportCommand: Subcommand = (exit): Command =>
         options.verifyCheckpoints ? "full" : "auto",
       );
       if (problems.length > 0) {
-        for (const problem of problems) console.error(`error: ${problem}`);
-        console.error(
-          `error: ${runDir}: the artifacts no longer match the run's record; not rendering`,
+        for (const problem of problems) printError("report", problem, true);
+        printError(
+          "report",
+          `${runDir}: the artifacts no longer match the run's record; not rendering`,
+          true,
         );
         return exit(3);
       }
@@ -67,7 +72,7 @@ export const reportCommand: Subcommand = (exit): Command =>
       } catch (error) {
         // One sentence (the loaders name the bad file); the stack only with PARITY_DEBUG set.
         const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-        console.error(`error: rendering ${runDir} failed: ${message.split("\n")[0]}`);
+        printError("report", `rendering ${runDir} failed: ${message.split("\n")[0]}`, true);
         if (Deno.env.get("PARITY_DEBUG")) console.error((error as Error).stack);
         exit(3);
       }

@@ -13,7 +13,7 @@ import { consoleProgress } from "../pipeline/console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { formatRerun, rerunRun, StoredRunError } from "../reproduce/mod.ts";
-import { type Subcommand, usageError } from "./_subcommand.ts";
+import { examples, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Builds `parity rerun`. */
 export const rerunCommand: Subcommand = (exit): Command => {
@@ -22,13 +22,18 @@ export const rerunCommand: Subcommand = (exit): Command => {
     .argument("<run-dir>", "a run folder (or an experiment folder: its latest run)")
     .option("--goldens <dir>", "goldens folder for golden: true", DEFAULT_GOLDENS_DIR)
     .option("--wait", "wait for another run of the same experiment to finish")
-    .option("--quiet", "print phase start/end lines only")
+    .option("--quiet", "no phase progress: only notes, errors and the result")
+    .addHelpText("after", examples(["parity rerun results/quickstart/latest"]))
     .action(
       async (runDir: string, options: { goldens: string; wait?: boolean; quiet?: boolean }) => {
         const uninstall = installSignalHandlers({ listenWhileIdle: true });
         try {
           const result = await rerunRun(runDir, {
-            progress: consoleProgress({ quiet: options.quiet ?? false }),
+            // The command's result is its own verdict: each run's verdict line goes to stderr.
+            progress: consoleProgress({
+              quiet: options.quiet ?? false,
+              result: (line) => console.error(line),
+            }),
             harnessEnv: Deno.env.toObject(),
             goldensDir: resolve(options.goldens),
             wait: options.wait ?? false,

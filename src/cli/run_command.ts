@@ -23,7 +23,7 @@ import { runExperiment, type RunResult } from "../pipeline/runner.ts";
 import { EXIT_CODES, worstVerdict } from "../types/summary.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { imageBaseUrlProblem, writeSuiteIndex } from "../report/mod.ts";
-import { collect, type Subcommand, usageError } from "./_subcommand.ts";
+import { collect, examples, printError, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity run`, as commander parses them. */
 export interface RunCommandOptions {
@@ -67,7 +67,7 @@ export const runCommand: Subcommand = (exit): Command => {
     )
     .option("--keep-going", "keep running phases after one fails")
     .option("--wait", "wait for another run of the same experiment to finish")
-    .option("--quiet", "print phase start/end lines only")
+    .option("--quiet", "no phase progress: only notes, errors, the card and the verdict line")
     .option("--goldens <dir>", "goldens folder for golden: true", DEFAULT_GOLDENS_DIR)
     .option(
       "--image-base-url <url>",
@@ -76,6 +76,17 @@ export const runCommand: Subcommand = (exit): Command => {
     .option(
       "--verify-checkpoints",
       `re-hash every reused checkpoint in full (default: only those up to ${FULL_VERIFY_LIMIT_GIB} GiB)`,
+    )
+    .addHelpText(
+      "after",
+      examples(
+        [
+          "parity run experiments/quickstart.yaml",
+          "parity run experiments/quickstart.yaml --set trainer.args.fault=skip-rng-restore",
+          "parity run experiments/nightly/*.yaml --image-base-url https://ci.example.org/results/",
+        ],
+        "stdout: the card and one verdict line per experiment (and the suite index); stderr: progress.",
+      ),
     )
     .action(async (files: string[], options: RunCommandOptions) => {
       exit(await runFiles(command, files, options));
@@ -161,7 +172,7 @@ async function runFiles(
   );
   if (folderProblem !== null) problems.push(folderProblem);
   if (problems.length > 0) {
-    for (const problem of problems) console.error(`parity run: ERROR: ${problem}`);
+    for (const problem of problems) printError("run", problem, true);
     return EXIT_CODES.ERROR;
   }
   return await runLoaded(loaded, options, forceOption(options.force));
@@ -214,7 +225,7 @@ async function runLoaded(
       })),
       { imageBaseUrl: options.imageBaseUrl || undefined },
     );
-    console.error(`suite index: ${index}`);
+    console.log(`suite index: ${index}`);
   }
   return EXIT_CODES[worstVerdict(results.map((r) => r.summary.verdict))];
 }

@@ -14,7 +14,7 @@ import {
   readExperimentFile,
   UsageError,
 } from "../experiment/mod.ts";
-import { collect, type Subcommand, usageError } from "./_subcommand.ts";
+import { collect, examples, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Builds `parity validate`. */
 export const validateCommand: Subcommand = (exit): Command => {
@@ -22,6 +22,7 @@ export const validateCommand: Subcommand = (exit): Command => {
     .description("check experiment files without running anything")
     .argument("<file...>", "experiment files (YAML or JSON)")
     .option("--set <KEY.PATH=VALUE>", "override a field of every experiment (repeatable)", collect)
+    .addHelpText("after", examples(["parity validate experiments/*.yaml --set schedule.steps=60"]))
     .action(async (files: string[], options: { set?: string[] }) => {
       const sets = options.set ?? [];
       // A malformed --set is one usage error, not one per file.

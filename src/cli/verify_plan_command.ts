@@ -8,7 +8,7 @@
 
 import { Command } from "commander";
 import { formatVerdict, verifyPlan } from "../affine/mod.ts";
-import type { Subcommand } from "./_subcommand.ts";
+import { examples, printError, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity verify-plan`. */
 export const verifyPlanCommand: Subcommand = (exit): Command =>
@@ -17,12 +17,18 @@ export const verifyPlanCommand: Subcommand = (exit): Command =>
     .argument("<plan.json>", "plan file")
     .option("--execute", "also execute the plan on synthetic data and compare with extract")
     .option("--json", "print the verdict as JSON")
+    .addHelpText(
+      "after",
+      examples([
+        "parity verify-plan results/quickstart/latest/phases/plan-balanced/plan.json --execute",
+      ]),
+    )
     .action(async (path: string, options: { execute?: boolean; json?: boolean }) => {
       let raw: unknown;
       try {
         raw = JSON.parse(await Deno.readTextFile(path));
       } catch (e) {
-        console.error(`cannot read plan ${path}: ${(e as Error).message}`);
+        printError("verify-plan", `cannot read plan ${path}: ${(e as Error).message}`);
         return exit(2);
       }
       const verdict = verifyPlan(raw, { execute: options.execute ?? false });

@@ -23,9 +23,10 @@ import {
   queryJob,
   sbatchArgv,
   slurmClient,
+  unhealthyNodes,
 } from "./slurm_cli.ts";
 import { batchScript } from "./slurm_script.ts";
-import { baseState, isActiveState, jobOutcome } from "./slurm_states.ts";
+import { baseState, isActiveState, isInfraState, jobOutcome } from "./slurm_states.ts";
 
 /** Files the executor keeps in a phase folder. */
 export const SLURM_FILES = {
@@ -65,6 +66,8 @@ export interface SlurmJobOptions {
   attach?: string;
   /** Called with the job id right after the submission (record it before anything else). */
   onSubmit?: (jobId: string) => void | Promise<void>;
+  /** Called with one line when Slurm requeues the job (node failure, preemption, requeue). */
+  onRequeue?: (message: string) => void;
 }
 
 /** How the job ended, shaped like a local child's result. */
@@ -154,6 +157,7 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
         cwd: options.cwd,
         exitFile: join(options.dir, SLURM_FILES.exit),
         srun: options.slurm.srun,
+        nodes: options.slurm.nodes,
       }),
       { mode: 0o755 },
     );
@@ -219,6 +223,15 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
         return await result(outcome.status, outcome.message, false, code);
       } else {
         unreachable = 0;
+        if (record.restarts > last.restarts) {
+          const where = job.nodes ? ` after running on ${job.nodes}` : "";
+          const why = record.reason && record.reason !== "None" ? ` (${record.reason})` : "";
+          const down = await unhealthyNodes(job.nodes);
+          options.onRequeue?.(
+            `Slurm job ${jobId} requeued${where} (restart ${record.restarts}): now ` +
+              `${baseState(record.state)}${why}${down ? `; ${down}` : ""}`,
+          );
+        }
         Object.assign(last, record);
         Object.assign(job, {
           state: record.state,
@@ -238,13 +251,19 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
               continue;
             }
           }
-          const code = (await readExitCode(options.dir)) ?? record.exitCode;
+          // A job killed with its node never finished its command: Slurm's `ExitCode=0:0` then
+          // says nothing, so only the script's own exit-code file counts.
+          const code = (await readExitCode(options.dir)) ??
+            (isInfraState(record.state) ? null : record.exitCode);
           const outcome = jobOutcome(jobId, record.state, {
             reason: record.reason,
             nodes: job.nodes,
             exitCode: code,
           });
-          return await result(outcome.status, outcome.message, outcome.infra, code);
+          // A node failure says which node and why (`node2 DOWN+NOT_RESPONDING: Not responding`).
+          const down = outcome.infra ? await unhealthyNodes(job.nodes) : "";
+          const message = down ? `${outcome.message}; ${down}` : outcome.message;
+          return await result(outcome.status, message, outcome.infra, code);
         }
         failedSince = null;
         if (baseState(record.state) === "RUNNING") runningSince ??= performance.now();

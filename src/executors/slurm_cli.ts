@@ -135,6 +135,40 @@ export async function queryJob(jobId: string): Promise<JobRecord | "unknown" | "
   return line ? parseJobRecord(line) : "unknown";
 }
 
+/** What `scontrol show node` says about one node. */
+export interface NodeRecord {
+  /** Node name. */
+  name: string;
+  /** `IDLE`, `DOWN+NOT_RESPONDING`, `IDLE+DRAIN`... */
+  state: string;
+  /** Why an administrator or Slurm took it out of service (empty when none). */
+  reason: string;
+}
+
+/** Parses `scontrol show node -o` (one node a line; `Reason=` runs to the end of the line). */
+export function parseNodeRecords(text: string): NodeRecord[] {
+  return text.split("\n").filter((line) => line.startsWith("NodeName=")).map((line) => ({
+    name: line.match(/^NodeName=(\S+)/)![1],
+    state: line.match(/\sState=(\S+)/)?.[1] ?? "",
+    reason: line.match(/\sReason=(.*)$/)?.[1].trim() ?? "",
+  }));
+}
+
+/**
+ * The nodes of a node list (`node[1-2]`) that are out of service, as one phrase
+ * (`node1 DOWN+NOT_RESPONDING: Not responding [slurm@...]`), or `""` when all are healthy or
+ * the controller cannot say.
+ */
+export async function unhealthyNodes(nodeList: string): Promise<string> {
+  if (!nodeList) return "";
+  const out = await slurmClient(["scontrol", "show", "node", "-o", nodeList]);
+  if (!out.ok) return "";
+  return parseNodeRecords(out.stdout)
+    .filter((n) => /DOWN|DRAIN|FAIL|NOT_RESPONDING|UNKNOWN/.test(n.state))
+    .map((n) => `${n.name} ${n.state}${n.reason ? `: ${n.reason}` : ""}`)
+    .join(", ");
+}
+
 /** Asks Slurm to cancel a job (`scancel`); true when the request was accepted. */
 export async function cancelJob(jobId: string): Promise<boolean> {
   return (await slurmClient(["scancel", jobId])).ok;

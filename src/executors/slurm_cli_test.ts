@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { SlurmExecutorSpec } from "../types/phase_spec.ts";
-import { parseJobRecord, parseSbatchOutput, sbatchArgv } from "./slurm_cli.ts";
+import { parseJobRecord, parseNodeRecords, parseSbatchOutput, sbatchArgv } from "./slurm_cli.ts";
 
 const SLURM: SlurmExecutorSpec = {
   kind: "slurm",
@@ -69,4 +69,18 @@ Deno.test("parseJobRecord: fields of scontrol show job -o", () => {
   const pending = parseJobRecord("JobId=8 JobState=PENDING Reason=Resources NodeList=(null)");
   assert.equal(pending.nodes, "");
   assert.equal(pending.exitCode, null);
+});
+
+Deno.test("parseNodeRecords(): name, state and a reason with spaces", () => {
+  const text = "NodeName=node1 Arch=x86_64 State=IDLE ThreadsPerCore=1 CfgTRES=cpu=4\n" +
+    "NodeName=node2 Arch=x86_64 State=DOWN+NOT_RESPONDING Weight=1 " +
+    "Reason=Not responding [slurm@2026-12-01T20:23:52]\n";
+  assert.deepEqual(parseNodeRecords(text), [
+    { name: "node1", state: "IDLE", reason: "" },
+    {
+      name: "node2",
+      state: "DOWN+NOT_RESPONDING",
+      reason: "Not responding [slurm@2026-12-01T20:23:52]",
+    },
+  ]);
 });

@@ -3,8 +3,10 @@
  * element, environment value and path is written as one POSIX single-quoted word (`'` becomes
  * `'\''`), which `sh` takes literally — no expansion of `$`, backquotes, globs, backslashes or
  * newlines. Environment names are checked against `[A-Za-z_][A-Za-z0-9_]*` (the experiment schema
- * allows nothing else). The script records the command's exit code in a file, so a later harness
- * knows how a job ended even after the scheduler has forgotten it.
+ * allows nothing else). The only expansions are the harness's own rendezvous lines of a
+ * multi-node launcher job, which read Slurm's variables (`SLURM_JOB_NODELIST`, `SLURM_JOB_ID`).
+ * The script records the command's exit code in a file, so a later harness knows how a job ended
+ * even after the scheduler has forgotten it.
  *
  * ```ts
  * import { batchScript } from "./slurm_script.ts";
@@ -35,7 +37,29 @@ export interface BatchScriptOptions {
   exitFile: string;
   /** Start the command with `srun` (one launcher per allocated node). */
   srun?: boolean;
+  /**
+   * Nodes of the allocation (`--nodes`, default 1). With `srun` and more than one, the script
+   * exports a rendezvous on the allocation's first node ({@linkcode RENDEZVOUS_LINES}).
+   */
+  nodes?: number;
 }
+
+/**
+ * The rendezvous of a multi-node launcher job, as shell lines. The first node of the allocation
+ * hosts it, on a port derived from the job id (two jobs sharing a first node get different
+ * ports; a requeued job keeps its id and port). Exported for torchrun (`PET_RDZV_ENDPOINT`,
+ * `PET_RDZV_ID`: the environment form of `--rdzv-endpoint` and `--rdzv-id`), for launchers that
+ * read `MASTER_ADDR`/`MASTER_PORT`, and as `PARITY_RDZV_ENDPOINT` for everything else.
+ */
+export const RENDEZVOUS_LINES: readonly string[] = [
+  "# Multi-node rendezvous on the allocation's first node (generated from Slurm's variables).",
+  'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+  "MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))",
+  "PARITY_RDZV_ENDPOINT=$MASTER_ADDR:$MASTER_PORT",
+  "PET_RDZV_ENDPOINT=$PARITY_RDZV_ENDPOINT",
+  "PET_RDZV_ID=parity-$SLURM_JOB_ID",
+  "export MASTER_ADDR MASTER_PORT PARITY_RDZV_ENDPOINT PET_RDZV_ENDPOINT PET_RDZV_ID",
+];
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -63,6 +87,7 @@ export function batchScript(options: BatchScriptOptions): string {
   }
   const command = options.argv.map(shellQuote);
   if (options.srun) command.unshift("srun", "--kill-on-bad-exit=1", "--ntasks-per-node=1");
+  if (options.srun && (options.nodes ?? 1) > 1) lines.push(...RENDEZVOUS_LINES);
   lines.push(
     command.join(" "),
     "rc=$?",

@@ -72,3 +72,45 @@ Deno.test("batchScript: srun prefix, bad environment names refused", () => {
   assert.throws(() => batchScript({ ...base, env: { "A B": "1" } }), TypeError);
   assert.throws(() => batchScript({ ...base, argv: [] }), TypeError);
 });
+
+Deno.test("batchScript: a multi-node srun job exports a rendezvous on its first node", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // Stand-ins for Slurm's clients: scontrol expands the node list, srun runs its command once.
+    await Deno.writeTextFile(
+      join(dir, "scontrol"),
+      '#!/bin/sh\n[ "$1 $2 $3" = "show hostnames node[3-4]" ] && printf "node3\\nnode4\\n"\n',
+      { mode: 0o755 },
+    );
+    await Deno.writeTextFile(join(dir, "srun"), '#!/bin/sh\nshift 2\nexec "$@"\n', {
+      mode: 0o755,
+    });
+    const base = {
+      phase: "p",
+      argv: ["sh", "-c", 'echo "$PET_RDZV_ENDPOINT $PET_RDZV_ID $MASTER_ADDR $MASTER_PORT"'],
+      env: { PATH: `${dir}:${Deno.env.get("PATH")}` },
+      cwd: dir,
+      exitFile: join(dir, "x"),
+      srun: true,
+    };
+    const text = batchScript({ ...base, nodes: 2 });
+    const script = join(dir, "job.sh");
+    await Deno.writeTextFile(script, text);
+    const out = await new Deno.Command("sh", {
+      args: [script],
+      env: { SLURM_JOB_NODELIST: "node[3-4]", SLURM_JOB_ID: "20042" },
+      stdout: "piped",
+    }).output();
+    assert.equal(
+      new TextDecoder().decode(out.stdout).trim(),
+      "node3:20042 parity-20042 node3 20042",
+    );
+    assert.ok(
+      !batchScript({ ...base, nodes: 1 }).includes("MASTER_PORT="),
+      "one node: no rendezvous",
+    );
+    assert.ok(!batchScript({ ...base, srun: false, nodes: 2 }).includes("MASTER_PORT="));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

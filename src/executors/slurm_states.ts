@@ -35,6 +35,11 @@ export const ACTIVE_STATES: ReadonlySet<string> = new Set([
 
 const INFRA_STATES = new Set(["NODE_FAIL", "PREEMPTED", "BOOT_FAIL"]);
 
+/** Whether `state` is the cluster's fault (node failure, preemption, boot failure). */
+export function isInfraState(state: string): boolean {
+  return INFRA_STATES.has(baseState(state));
+}
+
 /** Whether `state` (e.g. `RUNNING`, `CANCELLED by 0`) is one a job leaves again. */
 export function isActiveState(state: string): boolean {
   return ACTIVE_STATES.has(baseState(state));
@@ -67,7 +72,7 @@ export function jobOutcome(
   if (base === "TIMEOUT" || base === "DEADLINE") {
     return { status: "timeout", infra: false, message: `${message}: hit its Slurm time limit` };
   }
-  if (INFRA_STATES.has(base)) return { status: "failed", infra: true, message };
+  if (isInfraState(base)) return { status: "failed", infra: true, message };
   if (base === "OUT_OF_MEMORY") {
     return { status: "failed", infra: false, message: `${message}: out of memory` };
   }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { isActiveState, jobOutcome } from "./slurm_states.ts";
+import { isActiveState, isInfraState, jobOutcome } from "./slurm_states.ts";
 
 Deno.test("isActiveState: queued, running and requeued jobs are followed", () => {
   for (const s of ["PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED"]) {
@@ -33,4 +33,13 @@ Deno.test("jobOutcome: every final Slurm state maps to a phase status with its r
     jobOutcome("9", "FAILED", { reason: "NonZeroExitCode" }).message,
     /\(NonZeroExitCode\)/,
   );
+});
+
+Deno.test("isInfraState(): the cluster's faults, whatever suffix Slurm adds", () => {
+  for (const state of ["NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "node_fail+"]) {
+    assert.ok(isInfraState(state), state);
+  }
+  for (const state of ["FAILED", "CANCELLED by 0", "TIMEOUT", "COMPLETED"]) {
+    assert.ok(!isInfraState(state), state);
+  }
 });

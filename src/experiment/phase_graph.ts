@@ -54,12 +54,13 @@ export function trainerPreset(exp: Experiment): PresetDescriptor | undefined {
 }
 
 /**
- * The program entry a tool runs: the experiment's own, else (converter, planner) the trainer's
- * preset when that preset provides the tool, else undefined.
+ * The program entry a tool runs: the experiment's own, else (converter, planner, plan executor)
+ * the trainer's preset when that preset provides the tool, else undefined. A plan executor has
+ * no entry of its own in experiment files: only a preset ships one.
  */
 export function programEntry(exp: Experiment, tool: PhaseTool): ProcessEntry | undefined {
   if (tool === "trainer") return exp.trainer;
-  const own = tool === "converter" ? exp.converter : exp.planner;
+  const own = tool === "converter" ? exp.converter : tool === "planner" ? exp.planner : undefined;
   if (own) return own;
   const preset = trainerPreset(exp);
   return preset?.tools.includes(tool) ? { preset: preset.name, timeout: 3600 } : undefined;
@@ -82,12 +83,14 @@ export function programArgs(exp: Experiment, tool: PhaseTool): TrainerArgs {
   const trainer = exp.trainer.args ?? {};
   if (tool === "trainer") return { ...trainer };
   if (tool === "converter") return mergeArgs(trainer, exp.converter?.args);
+  if (tool === "executor") return mergeArgs(trainer, exp.plan_sync?.target);
   return mergeArgs(mergeArgs(trainer, exp.plan_sync?.target), exp.planner?.args);
 }
 
 /**
  * Builds the phase graph of an experiment, in execution order: baseline, split, native
- * resumes, convert (when a resume is universal), universal resumes, plans and plan resumes,
+ * resumes, convert (when a resume is universal), universal resumes, plans, their executions on
+ * the checkpoint's bytes and plan resumes,
  * then the noise-floor repeats (last, so a verdict on the resumes comes before the extra cost).
  * The plan path reads the native checkpoint, so plan sync alone adds no convert phase.
  */
@@ -148,6 +151,21 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
         policy,
         stopAt: saveAt,
       });
+    }
+    if (exp.plan_sync.execute) {
+      const executor = programEntry(exp, "executor");
+      for (const policy of exp.plan_sync.policies) {
+        nodes.push({
+          name: `execute-plan-${policy}`,
+          role: "execute",
+          tool: "executor",
+          entry: executor,
+          consumes: [`plan-${policy}`, "split"],
+          args: programArgs(exp, "executor"),
+          policy,
+          stopAt: saveAt,
+        });
+      }
     }
     if (exp.plan_sync.resume) {
       const targetArgs = mergeArgs(baseArgs, exp.plan_sync.target);

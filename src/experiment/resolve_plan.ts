@@ -24,6 +24,10 @@ import { canonicalJson } from "./canonical_json.ts";
 import { phaseGraph, type PhaseNode } from "./phase_graph.ts";
 import { interpolate, interpolateArg } from "./placeholders.ts";
 import type { ExecutorEntry, Experiment, TrainerArgs } from "./schema.ts";
+import type { Diagnostic } from "../types/summary.ts";
+
+/** Warning code of a command trainer's split without a completion marker (docs/parity.md). */
+export const NO_CHECKPOINT_MARKER = "no-checkpoint-marker";
 
 /** Topology arguments of a `command:` trainer that declares none (docs/experiment-files.md). */
 export const DEFAULT_TOPOLOGY_ARGS: readonly string[] = [
@@ -48,13 +52,17 @@ const PATH_VARS = [
   "source_checkpoint",
   "target",
   "plan_out",
+  "state_out",
 ] as const;
 
 /** Where the compiled plan lives and what `${env.NAME}` and relative paths resolve against. */
 export interface ResolveContext {
   /** The run folder (`<results>/<experiment>/<run-id>`). */
   runDir: string;
-  /** Folder that relative `cwd` and metrics paths resolve against (the experiment file's). */
+  /**
+   * The experiment file's folder: relative `cwd` and metrics paths resolve against it, and a
+   * command entry without `cwd` runs in it.
+   */
   baseDir: string;
   /** Environment visible to `${env.NAME}` placeholders. */
   harnessEnv: Record<string, string>;
@@ -84,6 +92,17 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
       lane: node.role === "resume" ? chooseLane(node, topology, saved) : undefined,
     });
   });
+  const split = phases.find((p) => p.role === "split");
+  const warnings: Diagnostic[] = split && split.checkpointMarker === undefined
+    ? [{
+      level: "warning",
+      code: NO_CHECKPOINT_MARKER,
+      phase: split.name,
+      message: "trainer.checkpoint_marker is not set, so a split that exits 0 after a " +
+        "half-written save counts as complete and is reused; name a file your trainer writes " +
+        "last in the tag folder (e.g. checkpoint_marker: checkpoint_complete.json)",
+    }]
+    : [];
   // Slurm phases wait in the cluster's queue, not on this machine: up to max_jobs at once.
   const maxJobs = Math.max(0, ...phases.map((p) => p.executor?.maxJobs ?? 0));
   return {
@@ -93,6 +112,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
     parallel: Math.max(exp.parallel, maxJobs),
     keepCheckpoints: exp.keep_checkpoints,
     phases,
+    warnings,
     judge: {
       steps: exp.schedule.steps,
       saveAt: exp.schedule.save_at,
@@ -132,11 +152,40 @@ function chooseLane(
   if (changed.length === 0) {
     return { lane: "exact", reason: "same topology as the saved checkpoint" };
   }
-  const what = changed.map((key) => `${key} ${short(saved[key])} → ${short(topology[key])}`);
+  const what = changed.flatMap((key) => leafChanges(key, saved[key], topology[key]));
+  const shown = what.length > MAX_CHANGES
+    ? [...what.slice(0, MAX_CHANGES), `+${what.length - MAX_CHANGES} more`]
+    : what;
   return {
     lane: "drift",
-    reason: `topology differs from the saved checkpoint (${what.join(", ")})`,
+    reason: `topology differs from the saved checkpoint (${shown.join(", ")})`,
   };
+}
+
+/** Changes named in a lane reason before the rest are counted. */
+const MAX_CHANGES = 4;
+
+/**
+ * The differing leaves of two topology values as `path old → new`, so a lane reason shows what
+ * changed (`placement.ranks[0].experts [0,1,2] → [0,3]`) rather than two cuts of the same JSON.
+ * Arrays of scalars are leaves; objects and arrays of objects are walked.
+ */
+function leafChanges(path: string, saved: unknown, now: unknown): string[] {
+  if (canonicalJson(saved) === canonicalJson(now)) return [];
+  const walkable = (v: unknown): v is Record<string, unknown> | unknown[] =>
+    typeof v === "object" && v !== null &&
+    (!Array.isArray(v) || v.some((x) => typeof x === "object" && x !== null));
+  if (walkable(saved) && walkable(now) && Array.isArray(saved) === Array.isArray(now)) {
+    const keys = Array.isArray(saved)
+      ? Array.from({ length: Math.max(saved.length, (now as unknown[]).length) }, (_, i) => i)
+      : [...new Set([...Object.keys(saved), ...Object.keys(now)])].sort();
+    return keys.flatMap((k) => {
+      const at = typeof k === "number" ? `${path}[${k}]` : `${path}.${k}`;
+      const get = (v: unknown) => (v as Record<string | number, unknown>)[k];
+      return leafChanges(at, get(saved), get(now));
+    });
+  }
+  return [`${path} ${short(saved)} → ${short(now)}`];
 }
 
 function short(value: unknown): string {
@@ -169,6 +218,13 @@ function phasePaths(
     paths.native = splitTag;
     paths.target = join(dir, "target.json");
     paths.planOut = join(dir, "plan.json");
+  }
+  if (node.role === "execute") {
+    paths.native = splitTag;
+    paths.plan = pathsOf(`plan-${node.policy}`)?.planOut;
+  }
+  if (node.role === "execute" || node.tool === "trainer") {
+    paths.stateFile = join(dir, "process_state.json");
   }
   if (node.role === "resume") {
     if (node.resumeKind === "universal") {
@@ -210,6 +266,7 @@ function phaseVars(
     target: paths.target ?? "",
     policy: node.policy ?? "",
     plan_out: paths.planOut ?? "",
+    state_out: paths.stateFile ?? "",
   };
   for (const [k, v] of Object.entries(node.args)) {
     if (v !== undefined) vars[`args.${k}`] = argText(v);
@@ -246,11 +303,18 @@ function compilePhase(
   if (!entry) throw new Error(`internal: phase ${node.name} has no program (invalid experiment)`);
   const preset = presetNamed(entry.preset);
   const vars = phaseVars(exp, node, paths, ctx.harnessEnv);
+  // Only a launcher preset's trainer starts a launcher (one per node); its converter and planner
+  // are single processes that must not run once per node.
+  const executor = slurmExecutor(
+    node.resume?.executor ?? entry.executor ?? exp.executor,
+    (preset?.launcher ?? false) && node.tool === "trainer",
+  );
   const presetCtx = {
     tool: node.tool,
     vars,
     args: node.args,
     elementSize: exp.plan_sync?.element_size ?? 4,
+    nodes: executor?.srun ? executor.nodes ?? 1 : 1,
   };
   const argv = preset
     ? preset.argv(presetCtx)
@@ -259,7 +323,13 @@ function compilePhase(
   for (const [k, v] of Object.entries({ ...entry.env, ...node.resume?.env })) {
     env[k] = interpolate(v, vars);
   }
-  const cwd = entry.cwd ? resolve(ctx.baseDir, interpolate(entry.cwd, vars)) : paths.dir;
+  // A command trainer runs where its experiment file is, so `command: [python3, train.py]` finds
+  // train.py beside the file; presets pass absolute paths and keep the phase folder.
+  const cwd = entry.cwd
+    ? resolve(ctx.baseDir, interpolate(entry.cwd, vars))
+    : preset
+    ? paths.dir
+    : ctx.baseDir;
   const spec: PhaseSpec = {
     name: node.name,
     role: node.role,
@@ -287,10 +357,6 @@ function compilePhase(
   const marker = entry.checkpoint_marker ?? preset?.checkpointMarker;
   if (node.role === "split" && marker) spec.checkpointMarker = marker;
   if (entry.retry) spec.retry = entry.retry;
-  const executor = slurmExecutor(
-    node.resume?.executor ?? entry.executor ?? exp.executor,
-    preset?.launcher ?? false,
-  );
   if (executor) spec.executor = executor;
   if (node.tool === "planner") {
     const { fault: _fault, ...target } = node.args;

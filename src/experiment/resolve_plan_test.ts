@@ -57,7 +57,7 @@ Deno.test("resolvePlan() expands the reference preset for a split: schedule, sav
   assert.ok(!split.argv.includes("--resume-from"));
   assert.equal(split.env.PARITY_SAVE_AT, "20");
   assert.equal(split.env.PARITY_RESUME_FROM, "");
-  assert.equal(split.cwd, "/r/phases/split", "a phase works in its own folder by default");
+  assert.equal(split.cwd, "/r/phases/split", "a preset phase works in its own folder");
   assert.equal(split.paths.checkpointTag, "/r/phases/split/checkpoints/global_step20");
   assert.equal(split.checkpointMarker, "checkpoint_complete.json", "the preset's marker");
   assert.equal(split.metrics?.format, "jsonl");
@@ -125,6 +125,11 @@ Deno.test("resolvePlan() interpolates a command template, its env and a relative
   assert.equal(baseline.cwd, "/exp/work", "relative to the experiment file's folder");
   assert.equal(baseline.timeoutS, 30);
   assert.equal(baseline.checkpointMarker, undefined);
+  const { cwd: _cwd, ...bare } = exp.trainer as Record<string, unknown>;
+  const plain = specs({ ...exp, trainer: bare } as typeof exp, "/r", { HOME: "/h" }).get(
+    "baseline",
+  )!;
+  assert.equal(plain.cwd, "/exp", "without cwd: the experiment file's folder, where train.py is");
 });
 
 Deno.test("resolvePlan() abstracts the run folder in the cache's view of a command", () => {
@@ -159,6 +164,21 @@ Deno.test("resolvePlan() chooses each resume's lane from declared topology, and 
     reason: "declared in resume.pinned.lane",
   });
   assert.equal(all.get("split")!.topologyKey, all.get("resume-native")!.topologyKey);
+});
+
+Deno.test("resolvePlan() names the placement leaves that differ, so two reshards read apart", () => {
+  const moved = {
+    ...placement,
+    ranks: [{ rank: 0, experts: [0, 3] }, { rank: 1, experts: [1, 2, 3] }],
+  };
+  const exp = experiment({
+    trainer: { preset: "reference", args: { world_size: 4, ep_size: 2, placement } },
+    resume: { reshard: { from: "universal", args: { world_size: 2, placement: moved } } },
+  });
+  const reason = specs(exp).get("resume-reshard")!.lane!.reason;
+  assert.match(reason, /placement\.ranks\[0\]\.experts \[0\] → \[0,3\]/);
+  assert.match(reason, /world_size 4 → 2\)$/);
+  assert.doesNotMatch(reason, /\.\.\./, "no two cuts of the same JSON");
 });
 
 Deno.test("resolvePlan() keeps a command trainer's non-topology flags out of the lane", () => {
@@ -276,4 +296,32 @@ Deno.test("resolvePlan(): executor per experiment, overridden per program and pe
     { runDir: "/r", baseDir: "/exp", harnessEnv: {} },
   );
   assert.equal(deepspeed.phases[0].executor!.srun, true); // its torchrun runs under srun
+});
+
+Deno.test("resolvePlan(): a deepspeed trainer on two Slurm nodes starts one torchrun per node", () => {
+  const plan = resolvePlan(
+    experiment({
+      executor: { kind: "slurm", nodes: 2 },
+      trainer: { preset: "deepspeed", args: { world_size: 4, autoep_size: 2 } },
+      converter: { preset: "deepspeed" },
+      resume: { universal: { from: "universal" } },
+    }),
+    { runDir: "/r", baseDir: "/exp", harnessEnv: {} },
+  );
+  const by = new Map(plan.phases.map((s) => [s.name, s]));
+  const baseline = by.get("baseline")!;
+  assert.equal(baseline.executor!.srun, true);
+  // The preset's flags for 2 nodes (deepspeed_preset_test.ts has the whole line).
+  assert.deepEqual(baseline.argv.slice(1, 5), ["--nnodes", "2", "--nproc-per-node", "2"]);
+  // The converter is one process: under srun it would run once per node, into one folder.
+  assert.equal(by.get("convert")!.executor!.srun, false);
+  const local = resolvePlan(
+    experiment({
+      executor: { kind: "slurm", nodes: 2, srun: false },
+      trainer: { preset: "deepspeed", args: { world_size: 4, autoep_size: 2 } },
+      resume: { native: { from: "native" } },
+    }),
+    { runDir: "/r", baseDir: "/exp", harnessEnv: {} },
+  );
+  assert.equal(local.phases[0].argv[1], "--standalone"); // without srun: one launcher
 });

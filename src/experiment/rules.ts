@@ -66,6 +66,7 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
         "(the plans are still made, verified and reported)",
     );
   }
+  if (exp.plan_sync?.execute) checkPlanExecution(exp, trainer, add);
   const targetPreset = trainer ?? plannerPreset;
   if (exp.plan_sync && targetPreset) {
     checkPresetArgs(targetPreset, "plan_sync.target", exp.plan_sync.target, add);
@@ -87,6 +88,7 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
   if (exp.plan_sync) {
     checkTopology("plan_sync.target", exp.trainer.args ?? {}, exp.plan_sync.target, add);
   }
+  if (trainer?.launcher) checkLauncherNodes(exp, add);
 
   // Converter and planner presence.
   const universal = Object.entries(exp.resume).find(([, entry]) => entry.from === "universal");
@@ -277,9 +279,69 @@ function checkSchedule(exp: Experiment, preset: PresetDescriptor | undefined, ad
 }
 
 /**
+ * A launcher preset on several Slurm nodes starts world_size / nodes ranks per node: the node
+ * count must divide every training phase's world_size. Reported where the node count is set.
+ */
+function checkLauncherNodes(exp: Experiment, add: Add) {
+  const trainer = exp.trainer.executor
+    ? { at: "trainer.executor", executor: exp.trainer.executor }
+    : { at: "executor", executor: exp.executor };
+  const contexts = [
+    { what: "the trainer", args: exp.trainer.args ?? {}, ...trainer },
+    ...Object.entries(exp.resume).map(([name, entry]) => ({
+      what: `resume ${name}`,
+      args: mergeArgs(exp.trainer.args, entry.args),
+      ...(entry.executor ? { at: `resume.${name}.executor`, executor: entry.executor } : trainer),
+    })),
+  ];
+  for (const { what, args, at, executor } of contexts) {
+    if (executor.kind !== "slurm" || executor.srun === false) continue;
+    const nodes = executor.nodes ?? 1;
+    const worldSize = Number(args.world_size ?? 2);
+    if (worldSize % nodes !== 0) {
+      add(
+        `${at}.nodes`,
+        `${nodes} nodes do not divide world_size ${worldSize} of ${what} (the launcher ` +
+          "starts world_size / nodes ranks on each node)",
+      );
+    }
+  }
+}
+
+/**
  * EP size divides world size, and a placement descriptor is self-consistent and agrees with
  * ep_size. Problems are reported at the key `own` sets, so inherited values are not blamed twice.
  */
+/**
+ * `plan_sync.execute` needs a plan executor (the trainer's preset ships one) and a universal
+ * resume on the plan's target topology, whose loaded state the executed plan is compared with.
+ */
+function checkPlanExecution(exp: Experiment, trainer: PresetDescriptor | undefined, add: Add) {
+  if (!trainer?.tools.includes("executor")) {
+    add(
+      "plan_sync.execute",
+      `${
+        trainer ? `the ${trainer.name} preset` : "a command trainer"
+      } has no plan executor; set plan_sync.execute: false`,
+    );
+    return;
+  }
+  const keys = Object.entries(trainer.args).filter(([, a]) => a.topology).map(([k]) => k);
+  const topology = (args: TrainerArgs) =>
+    JSON.stringify(keys.map((k) => mergeArgs(exp.trainer.args, args)[k] ?? null));
+  const target = topology(exp.plan_sync!.target);
+  const reshard = Object.values(exp.resume).some((r) =>
+    r.from === "universal" && topology(r.args ?? {}) === target
+  );
+  if (!reshard) {
+    add(
+      "plan_sync.execute",
+      "needs a universal resume on the plan's target topology to compare the executed plan with: " +
+        `add resume.<name>: {from: universal, args: ${JSON.stringify(exp.plan_sync!.target)}}`,
+    );
+  }
+}
+
 function checkTopology(at: string, inherited: TrainerArgs, own: TrainerArgs, add: Add) {
   const merged = mergeArgs(inherited, own);
   const blame = (key: string) => `${at}.${key}`;

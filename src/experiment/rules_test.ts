@@ -366,3 +366,77 @@ Deno.test("checkExperimentRules() keeps topology_args and checkpoint_tag where t
   ]);
   deepEqual(rulesOf(with_((r) => (r.trainer.checkpoint_tag = "step_${save_at}"), commandRaw)), []);
 });
+
+/** A deepspeed-preset experiment with plan sync of a reshard to autoep_size 1. */
+function deepspeedRaw(): Loose {
+  return {
+    name: "ds",
+    schedule: { steps: 10, save_at: 5 },
+    trainer: { preset: "deepspeed", args: { world_size: 2, autoep_size: 2 } },
+    resume: { ep1: { from: "universal", args: { autoep_size: 1 } } },
+    plan_sync: { target: { autoep_size: 1 }, policies: ["first_holder"], resume: false },
+  };
+}
+
+Deno.test("plan_sync.execute adds an execute-plan phase per policy after the plans", () => {
+  const raw = deepspeedRaw();
+  raw.plan_sync.execute = true;
+  raw.plan_sync.policies = ["first_holder", "highest_holder"];
+  deepEqual(rulesOf(raw), []);
+  deepEqual(phaseNames(parse(raw)).slice(-4), [
+    "plan-first_holder",
+    "plan-highest_holder",
+    "execute-plan-first_holder",
+    "execute-plan-highest_holder",
+  ]);
+  equal(programEntry(parse(raw), "executor")?.preset, "deepspeed");
+});
+
+Deno.test("plan_sync.execute needs a plan executor and a universal resume on the target", () => {
+  const reference = with_((r) => {
+    r.plan_sync.resume = false;
+    r.plan_sync.execute = true;
+  });
+  ok(
+    rulesOf(reference).includes(
+      "plan_sync.execute: the reference preset has no plan executor; set plan_sync.execute: false",
+    ),
+  );
+  const noReshard = deepspeedRaw();
+  noReshard.plan_sync.execute = true;
+  noReshard.resume = { native: { from: "native" } };
+  deepEqual(rulesOf(noReshard).filter((e) => e.startsWith("plan_sync.execute")), [
+    "plan_sync.execute: needs a universal resume on the plan's target topology to compare the " +
+    'executed plan with: add resume.<name>: {from: universal, args: {"autoep_size":1}}',
+  ]);
+  const balanced = deepspeedRaw();
+  balanced.plan_sync.policies = ["balanced"];
+  ok(rulesOf(balanced).some((e) => e.startsWith("plan_sync.policies[0]: unknown policy")));
+});
+
+Deno.test("checkExperimentRules(): a launcher's node count divides world_size where it is set", () => {
+  const deepspeed = (extra: Loose) => ({
+    name: "ds",
+    schedule: { steps: 20, save_at: 10 },
+    trainer: { preset: "deepspeed", args: { world_size: 2, autoep_size: 2 } },
+    converter: { preset: "deepspeed" },
+    resume: { native: { from: "native" }, dp3: { from: "universal", args: { world_size: 3 } } },
+    ...extra,
+  });
+  deepEqual(rulesOf(deepspeed({ resume: { native: { from: "native" } } })), []);
+  deepEqual(
+    rulesOf(
+      deepspeed({ resume: { native: { from: "native" } }, executor: { kind: "slurm", nodes: 2 } }),
+    ),
+    [],
+  );
+  deepEqual(rulesOf(deepspeed({ executor: { kind: "slurm", nodes: 2 } })), [
+    "executor.nodes: 2 nodes do not divide world_size 3 of resume dp3 (the launcher starts " +
+    "world_size / nodes ranks on each node)",
+  ]);
+  const own: Loose = deepspeed({});
+  own.resume.dp3.executor = { kind: "slurm", nodes: 2 };
+  equal(rulesOf(own)[0].split(":")[0], "resume.dp3.executor.nodes");
+  own.resume.dp3.executor.srun = false; // one launcher on the first node: any world size
+  deepEqual(rulesOf(own), []);
+});

@@ -238,6 +238,10 @@ export const PlanSyncSchema = z.object({
   ).min(1, "expected at least one policy")
     .describe("one plan-<policy> phase each").meta({ examples: [["first_holder", "balanced"]] }),
   resume: z.boolean().default(true).describe("add resume-plan-<policy> phases"),
+  execute: z.boolean().default(false).describe(
+    "add execute-plan-<policy> phases: run each plan on the checkpoint's bytes and compare, " +
+      "per process and expert slot, with the universal resume on the target topology",
+  ),
   element_size: positiveInt.max(64, "expected at most 64 bytes per element").default(4)
     .describe("bytes per element for plan statistics"),
 }).strict().describe("plan-path resharding through the affine planner");

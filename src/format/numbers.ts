@@ -66,10 +66,17 @@ export function bytes(value: Num): string {
   return `${shown}\u00a0${BYTE_UNITS[u]}`;
 }
 
-/** Seconds with one decimal (`9.8 s`). */
-export function seconds(value: Num): string {
+/**
+ * The one duration format of reports and the console: seconds with one decimal below a minute
+ * (`9.8 s`), then minutes and seconds (`2 min 05 s`), then hours and minutes (`1 h 02 min`).
+ */
+export function duration(value: Num): string {
   if (value === null || value === undefined) return MISSING;
-  return `${value.toFixed(1)}\u00a0s`;
+  if (value < 59.95) return `${value.toFixed(1)}\u00a0s`;
+  const s = Math.round(value);
+  const two = (n: number) => String(n).padStart(2, "0");
+  if (s < 3600) return `${Math.floor(s / 60)}\u00a0min\u00a0${two(s % 60)}\u00a0s`;
+  return `${Math.floor(s / 3600)}\u00a0h\u00a0${two(Math.floor((s % 3600) / 60))}\u00a0min`;
 }
 
 /** A ULP distance in a named precision: `18 156 ULP (f32)`. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { bytes, comparisonUlpText, count, exact, seconds, stat, ulps } from "./numbers.ts";
+import { bytes, comparisonUlpText, count, duration, exact, stat, ulps } from "./numbers.ts";
 
 const NNBSP = "\u202f";
 const NBSP = "\u00a0";
@@ -28,7 +28,10 @@ Deno.test("stat() keeps 4 significant digits; exact() keeps every digit", () => 
   assert.equal(stat(1.4305114746e-6), "1.431e-6");
   assert.equal(stat(0), "0");
   assert.equal(exact(1.2509139776229858), "1.2509139776229858");
-  assert.equal(seconds(2.34), `2.3${NBSP}s`);
+  assert.equal(duration(2.34), `2.3${NBSP}s`);
+  assert.equal(duration(59.97), `1${NBSP}min${NBSP}00${NBSP}s`);
+  assert.equal(duration(125), `2${NBSP}min${NBSP}05${NBSP}s`);
+  assert.equal(duration(3720), `1${NBSP}h${NBSP}02${NBSP}min`);
 });
 
 Deno.test("comparisonUlpText() reports ULPs in the series' own precision", () => {

@@ -10,7 +10,13 @@
  * @module
  */
 
-import type { ComparisonSummary, Finding, PhaseSummary, RunSummary } from "../types/summary.ts";
+import type {
+  ComparisonSummary,
+  Finding,
+  PhaseSummary,
+  PlanExecution,
+  RunSummary,
+} from "../types/summary.ts";
 
 /** The stable codes of {@link Finding}s. */
 export const CAUSE_CODES = {
@@ -20,6 +26,7 @@ export const CAUSE_CODES = {
   stateNotRestored: "cause-state-not-restored",
   converter: "cause-converter",
   plan: "cause-plan",
+  planBytes: "cause-plan-bytes",
   reshard: "cause-reshard",
   consumedBeforeFirstStep: "cause-consumed-before-first-step",
   updateDiffers: "cause-update-differs",
@@ -30,10 +37,12 @@ export const CAUSE_CODES = {
 } as const;
 
 /** What {@link findRootCauses} reads: the judged parts of a summary. */
-export type RootCauseInput = Pick<
-  RunSummary,
-  "comparisons" | "state_checks" | "diagnostics" | "phases" | "noise_floor" | "save_at"
->;
+export type RootCauseInput =
+  & Pick<
+    RunSummary,
+    "comparisons" | "state_checks" | "diagnostics" | "phases" | "noise_floor" | "save_at"
+  >
+  & Partial<Pick<RunSummary, "plan_sync">>;
 
 /** Resume kind of each resume phase (`native`, `universal`, `plan`), when known. */
 export type ResumeKinds = Record<string, string | undefined>;
@@ -47,6 +56,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
   for (const phase of run.phases.filter((p) => p.status === "failed" || p.status === "timeout")) {
     findings.push(phaseFinding(phase));
   }
+  findings.push(...planExecutionFindings(run.plan_sync ?? []));
   const failing = run.comparisons.filter((c) => c.verdict === "FAIL");
   const groups = groupFailures(failing);
   const diagnostic = (code: string) => run.diagnostics.find((d) => d.code === code);
@@ -69,6 +79,14 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
     const kindOf = (p: string) => kinds[p] ?? guessKind(p);
     const crossTopology = (p: string) => versusBaseline.get(p)?.lane === "drift";
     const allFail = failed.length > 0 && passed.length === 0;
+    // The card counts what ran: "Every resume" only when every resume of the run was judged.
+    const every = failed.length === resumes.length
+      ? (resumes.length === 1 ? "The resume" : "Every resume")
+      : failed.length === 1
+      ? `The one resume judged (${failed[0]}; ${resumes.length - 1} of ${resumes.length} not)`
+      : `Each of the ${failed.length} resumes judged (${
+        resumes.length - failed.length
+      } of ${resumes.length} not)`;
     const stateEqual = run.state_checks.length > 0 &&
       run.state_checks.every((s) => s.verdict === "PASS");
     const noDigests = run.state_checks.every((s) => !s.available);
@@ -160,8 +178,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
       findings.push({
         ...base,
         code: CAUSE_CODES.stateNotRestored,
-        title:
-          `Every resume diverges: ${first.headline}${first.more}${stateNote} (restored ≠ saved).`,
+        title: `${every} diverges: ${first.headline}${first.more}${stateNote} (restored ≠ saved).`,
         next: `Restore ${differing.map((d) => `\`${d}\``).join(", ")} on load (the checkpoint ` +
           "holds it, or the save never wrote it).",
       });
@@ -170,7 +187,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
         ...base,
         code: CAUSE_CODES.nondeterministic,
         title:
-          `Every resume differs from step ${n1} by a few ULPs (${first.headline}${first.more}), and no ` +
+          `${every} differs from step ${n1} by a few ULPs (${first.headline}${first.more}), and no ` +
           "noise floor was measured: the trainer may simply not be bit-deterministic.",
         next: "Add `noise_floor: {repeats: 2}` (and `tolerance: {auto: true}`) to measure it: " +
           "exact lanes then ABSTAIN on noise and a tolerance lane still catches real bugs.",
@@ -180,7 +197,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
         ...base,
         code: CAUSE_CODES.updateDiffers,
         title:
-          `Every resume matches at step ${n1} and fails at ${
+          `${every} matches at step ${n1} and fails at ${
             n1 + 1
           } (${first.headline}${first.more}) ` +
           "while every restored-state digest equals the saved one: the first update after the " +
@@ -193,7 +210,7 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Fi
         ...base,
         code: CAUSE_CODES.consumedBeforeFirstStep,
         title:
-          `Every resume fails at the first resumed step ${n1} (${first.headline}${first.more}) while ` +
+          `${every} fails at the first resumed step ${n1} (${first.headline}${first.more}) while ` +
           (stateEqual ? "every restored-state digest equals the saved one" : "no digests exist") +
           ": something is consumed between load and the first step.",
         next: "Look for what draws from the restored state before step " + n1 + ": a data " +
@@ -327,6 +344,48 @@ function guessKind(phase: string): string | undefined {
   if (phase === "resume-native") return "native";
   if (phase === "resume-universal") return "universal";
   return undefined;
+}
+
+/**
+ * One finding per distinct plan-execute failure: plans whose execution on the checkpoint's bytes
+ * differs from the reshard's loaded state the same way (same first slot) share a card.
+ */
+function planExecutionFindings(plans: NonNullable<RunSummary["plan_sync"]>): Finding[] {
+  const groups = new Map<string, { policies: string[]; execution: PlanExecution }>();
+  for (const plan of plans) {
+    const ex = plan.execution;
+    if (!ex || ex.verdict !== "FAIL") continue;
+    const m = ex.mismatches[0];
+    const key = m
+      ? `${m.parameter}|${m.expert}|${m.kind}|${m.process}|${ex.mismatch_count}`
+      : ex.reason;
+    const group = groups.get(key) ?? { policies: [], execution: ex };
+    group.policies.push(plan.policy);
+    groups.set(key, group);
+  }
+  return [...groups.values()].map(({ policies, execution }) => {
+    const m = execution.mismatches[0];
+    const where = m
+      ? `${m.parameter} · expert ${m.expert} · ${m.kind} · process ${m.process} · region ${m.region}`
+      : "";
+    return {
+      code: CAUSE_CODES.planBytes,
+      verdict: "FAIL",
+      phases: [execution.phase],
+      title: `The plan${policies.length > 1 ? "s" : ""} of ${policies.join(", ")}, executed on ` +
+        `the checkpoint's bytes, ${
+          m ? `differ${policies.length > 1 ? "" : "s"} from` : "disagree with"
+        } ` +
+        `what ${execution.against ?? "the reshard"} holds after its load: ${execution.reason}`,
+      headline: `plan-execute ${policies.join(", ")} FAIL${where ? `: ${where}` : ""}`,
+      next: "The plan addresses bytes its maps do not describe, or the reshard loads another " +
+        "region: compare the planner's source map of that parameter with the placement the " +
+        "checkpoint records (`autoep_layout.py --maps <tag>`), then the segments that write the slot.",
+      evidence: execution.mismatches.slice(0, 5).map((x) =>
+        `${x.parameter} · expert ${x.expert} · ${x.kind} · process ${x.process} · slot ${x.slot}: ${x.detail}`
+      ),
+    };
+  });
 }
 
 function phaseFinding(phase: PhaseSummary): Finding {

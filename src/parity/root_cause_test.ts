@@ -108,6 +108,29 @@ Deno.test("findRootCauses() cause-state-not-restored: every resume fails, digest
   assert.match(f[0].next, /Restore `rng` on load/);
 });
 
+Deno.test("findRootCauses() counts what ran: one judged resume of four is not 'every resume'", () => {
+  const states = [{
+    phase: "resume-native",
+    verdict: "FAIL" as const,
+    available: true,
+    differing: ["rng"],
+  }];
+  // The other three resumes were not run (an --only run, or a failed split): ERROR, not judged.
+  const unjudged = RESUMES.slice(1).map((p) =>
+    vs(p, undefined, { verdict: "ERROR", compared: 0, first_step: null, last_step: null })
+  );
+  const f = findRootCauses(input([vs("resume-native", big), ...unjudged], { states }), KINDS);
+  assert.equal(f[0].code, "cause-state-not-restored");
+  assert.match(f[0].title, /^The one resume judged \(resume-native; 3 of 4 not\) diverges: /);
+  const all = findRootCauses(
+    input(RESUMES.map((p) => vs(p, big)), {
+      states: RESUMES.map((p) => ({ ...states[0], phase: p })),
+    }),
+    KINDS,
+  );
+  assert.match(all[0].title, /^Every resume diverges: /);
+});
+
 Deno.test("findRootCauses() cause-converter: native passes, universal and reshard fail", () => {
   const c = [vs("resume-native"), vs("resume-universal", big), vs("resume-reshard", big)];
   const f = findRootCauses(input(c), KINDS);
@@ -196,4 +219,45 @@ Deno.test("findRootCauses() cause-update-differs: all match at N+1, fail at N+2,
   const f = findRootCauses(input(c), KINDS);
   assert.equal(f[0].code, "cause-update-differs");
   assert.match(f[0].next, /weight decay/);
+});
+
+Deno.test("findRootCauses() cause-plan-bytes: plans that differ from the reshard the same way share a card", () => {
+  const execution = (policy: string, expert: number) => ({
+    policy,
+    phase: `plan-${policy}`,
+    verified: true,
+    segments: 4,
+    moved_bytes: 1,
+    local_bytes: 0,
+    max_process_bytes: 1,
+    mean_process_bytes: 1,
+    execution: {
+      phase: `execute-plan-${policy}`,
+      against: "resume-ep1",
+      verdict: "FAIL" as const,
+      compared: 8,
+      kinds: ["module"],
+      mismatches: [{
+        process: 0,
+        parameter: "layers.1.experts.w2",
+        kind: "module",
+        expert,
+        slot: 0,
+        region: `[${expert}:${expert + 1}, 0:4]`,
+        detail: "bytes differ",
+      }],
+      mismatch_count: 1,
+      reason: "1 of 8 expert slots differ",
+    },
+  });
+  const run = {
+    ...input([]),
+    plan_sync: [execution("first_holder", 0), execution("highest_holder", 0), execution("x", 3)],
+  };
+  const found = findRootCauses(run, KINDS);
+  assert.deepEqual(found.map((f) => f.code), ["cause-plan-bytes", "cause-plan-bytes"]);
+  assert.match(found[0].title, /plans of first_holder, highest_holder, executed on the checkpoint/);
+  assert.match(found[0].headline ?? "", /layers\.1\.experts\.w2 · expert 0 · module · process 0/);
+  assert.match(found[1].headline ?? "", /expert 3/);
+  assert.equal(findRootCauses({ ...input([]), plan_sync: [] }, KINDS).length, 0);
 });

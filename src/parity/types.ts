@@ -19,7 +19,7 @@ export interface PhaseEvidence {
   /** Phase name (`baseline`, `split`, `resume-native`, `baseline-repeat-1`, ...). */
   name: string;
   /** What the phase does. */
-  role: "baseline" | "split" | "resume" | "repeat" | "convert" | "plan";
+  role: "baseline" | "split" | "resume" | "repeat" | "convert" | "plan" | "execute";
   /** How it ended; only `ok` phases are judged. */
   status: "ok" | "failed" | "timeout" | "skipped";
   /** Metrics file or folder. */

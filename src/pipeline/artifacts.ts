@@ -33,6 +33,9 @@ export async function missingArtifact(spec: PhaseSpec): Promise<string | null> {
   if (spec.role === "plan" && !(await pathExists(paths.planOut!))) {
     return `missing artifact: plan ${paths.planOut} was not written`;
   }
+  if (spec.role === "execute" && !(await pathExists(paths.stateFile!))) {
+    return `missing artifact: the executed plan's process state ${paths.stateFile} was not written`;
+  }
   return null;
 }
 
@@ -47,5 +50,6 @@ export function phaseOutputs(spec: PhaseSpec): Record<string, string | undefined
     checkpoint_marker: spec.checkpointMarker,
     universal: paths.universal,
     plan: paths.planOut,
+    state: paths.stateFile,
   };
 }

@@ -37,6 +37,7 @@ export interface PhaseRecord extends PhaseSummary {
     checkpoint_marker?: string;
     universal?: string;
     plan?: string;
+    state?: string;
     dir?: string;
   };
   /** Set by `gc` / `keep_checkpoints` when the phase's checkpoints were deleted. */
@@ -169,6 +170,7 @@ async function artifactsPresent(record: PhaseRecord): Promise<boolean> {
   }
   if (record.role === "convert") return await pathExists(o.universal);
   if (record.role === "plan") return await pathExists(o.plan);
+  if (record.role === "execute") return await pathExists(o.state);
   return await pathExists(o.metrics);
 }
 

@@ -1,24 +1,32 @@
 /**
  * The {@link Progress} sink used by the CLI: a live line on a TTY and plain lines in CI logs
  * (rendering by src/process's ProgressReporter), with training progress read from each phase's
- * metrics stream.
+ * metrics stream. Progress and notes go to stderr; what the run concluded (the card, ERROR
+ * reasons and the verdict line with its report path) goes to stdout, so `parity run ... >
+ * verdict.txt` keeps the result and a CI log keeps both.
  *
  * @module
  */
 
-import { seconds } from "../format/numbers.ts";
+import { duration } from "../format/numbers.ts";
 import { followMetricsSteps, ProgressReporter } from "../process/mod.ts";
-import type { Follower, Progress } from "./run_progress.ts";
+import type { Follower, Progress, RunCard } from "./run_progress.ts";
 
 /** Options of {@link consoleProgress}. */
 export interface ConsoleProgressOptions {
-  /** Print only the run's start and end lines. */
+  /** No phase progress: only notes, errors, the card and the verdict line. */
   quiet?: boolean;
+  /** Where the result lines go (default: stdout through console.log). */
+  result?: (line: string) => void;
 }
 
-/** A progress sink writing to stderr. */
+/** ERROR reasons listed on the console before the rest are only counted. */
+const MAX_ERROR_LINES = 5;
+
+/** A progress sink writing progress to stderr and the result to stdout. */
 export function consoleProgress(options: ConsoleProgressOptions = {}): Progress {
   const reporter = new ProgressReporter();
+  const result = options.result ?? ((line: string) => console.log(line));
   let total = 0;
   let index = 0;
   const handles = new Map<string, ReturnType<ProgressReporter["startPhase"]>>();
@@ -51,13 +59,31 @@ export function consoleProgress(options: ConsoleProgressOptions = {}): Progress 
       reporter.note(text);
     },
     runEnd(experiment, verdict, wallS, runDir, card) {
-      // The card before the last line, so a CI log's tail says what happened and what to try.
-      for (const line of card?.lines ?? []) reporter.note(line);
-      const cause = card?.cause ? ` — ${card.cause}` : "";
-      reporter.note(
-        `${verdict} ${experiment} in ${seconds(wallS)}${cause}: ${runDir}/report.md`,
-      );
       reporter.close();
+      // The card before the last line, so a CI log's tail says what happened and what to try.
+      for (const line of card?.lines ?? []) result(line);
+      const errors = card?.errors ?? [];
+      for (const line of errors.slice(0, MAX_ERROR_LINES)) result(`ERROR ${line}`);
+      if (errors.length > MAX_ERROR_LINES) {
+        result(`ERROR +${errors.length - MAX_ERROR_LINES} more: see ${runDir}/report.md`);
+      }
+      const why = (card?.cause ?? errors[0] ?? "").replace(/\.$/, "");
+      result(
+        `${verdict} ${experiment} in ${duration(wallS)}${phasesNote(card)}${
+          why === "" ? "" : ` — ${why}`
+        }: ${runDir}/report.md`,
+      );
     },
   };
+}
+
+/** ` (12 phases, all cached)`, ` (12 phases, 9 cached)` or ` (12 phases)`. */
+function phasesNote(card: RunCard | undefined): string {
+  if (card === undefined) return "";
+  const cached = card.cached === 0
+    ? ""
+    : card.cached === card.phases
+    ? ", all cached"
+    : `, ${card.cached} cached`;
+  return ` (${card.phases} phase${card.phases === 1 ? "" : "s"}${cached})`;
 }

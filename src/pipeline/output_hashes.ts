@@ -19,10 +19,12 @@ export interface HashedOutputs {
   metrics?: string;
   /** Plan file of a plan phase. */
   plan?: string;
+  /** Per-process expert state (`process_state.json`) of a trainer or plan-execute phase. */
+  state?: string;
 }
 
 /**
- * Hashes the metrics and plan outputs that lie inside `phaseDir` (files, or every file of a
+ * Hashes the metrics, plan and process-state outputs that lie inside `phaseDir` (files, or every file of a
  * folder); missing ones are left out.
  */
 export async function hashPhaseOutputs(
@@ -30,7 +32,7 @@ export async function hashPhaseOutputs(
   outputs: HashedOutputs,
 ): Promise<OutputHashes> {
   const hashes: OutputHashes = {};
-  for (const path of [outputs.metrics, outputs.plan]) {
+  for (const path of [outputs.metrics, outputs.plan, outputs.state]) {
     if (path === undefined) continue;
     const rel = insideRelative(phaseDir, path);
     if (rel !== null) await hashInto(phaseDir, rel, hashes);
@@ -49,7 +51,7 @@ export async function outputsChanged(
   recorded: OutputHashes | undefined,
 ): Promise<string | null> {
   if (recorded === undefined) return "its phase.json records no content hashes";
-  for (const path of [outputs?.metrics, outputs?.plan]) {
+  for (const path of [outputs?.metrics, outputs?.plan, outputs?.state]) {
     if (path === undefined) continue;
     const rel = insideRelative(phaseDir, path);
     if (rel === null) return `its phase.json names an output outside its folder: ${path}`;

@@ -336,6 +336,7 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
     output_hashes: await hashPhaseOutputs(paths.dir, {
       metrics: paths.metricsFile,
       plan: paths.planOut,
+      state: paths.stateFile,
     }),
     ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
   });

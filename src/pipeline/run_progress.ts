@@ -41,4 +41,10 @@ export interface RunCard {
   lines: string[];
   /** Short cause, e.g. `baseline~resume-native FAIL, first divergent step 21; state check names rng`. */
   cause: string | null;
+  /** `name: reason` of every ERROR comparison no card line explains (rounded metrics, NaN). */
+  errors: string[];
+  /** Phases of the run. */
+  phases: number;
+  /** Of those, reused from the cache. */
+  cached: number;
 }

@@ -36,8 +36,9 @@ import {
   type PhaseState,
 } from "./phase_execution.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
+import { attachPlanExecutions } from "./plan_execution_check.ts";
 import { acquireRunLock } from "./lock.ts";
-import type { Progress } from "./run_progress.ts";
+import type { Progress, RunCard } from "./run_progress.ts";
 import {
   assertInside,
   experimentFolderName,
@@ -186,6 +187,7 @@ async function runLocked(
     verifyCheckpoints: options.verifyCheckpoints ?? "auto",
   };
   progress.runStart(exp.name, runDir, selected.size);
+  for (const warning of plan.warnings) progress.note(`warning: ${warning.message}`);
   const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
   await gitKnown;
   const facts = await environment;
@@ -292,7 +294,7 @@ async function judgeRun(
 ): Promise<RunSummary & { losses: string }> {
   const phaseSummaries = states.map((s) => s.summary!);
   const evidence: PhaseEvidence[] = states
-    .filter((s) => s.spec.role !== "convert" && s.spec.role !== "plan")
+    .filter((s) => s.spec.role !== "convert" && s.spec.role !== "plan" && s.spec.role !== "execute")
     .map(({ spec, summary, present }) => ({
       name: spec.name,
       role: spec.role,
@@ -318,7 +320,8 @@ async function judgeRun(
     ).map((s) => s.spec.name);
     return [reshards.length > 0 ? { ...verified, reshard_resumes: reshards } : verified];
   });
-  const verdicts: Verdict[] = [evaluation.verdict];
+  const executions = await attachPlanExecutions(planSync, states);
+  const verdicts: Verdict[] = [evaluation.verdict, ...executions.map((e) => e.verdict)];
   const outside = scheduleDiagnostics(
     states.filter((s) => s.summary?.status === "ok").map((s) => s.spec),
     evaluation.series,
@@ -374,7 +377,7 @@ async function judgeRun(
     state_checks: evaluation.state_checks,
     plan_sync: planSync,
     noise_floor: evaluation.noise_floor,
-    diagnostics: evaluation.diagnostics,
+    diagnostics: [...plan.warnings, ...evaluation.diagnostics],
     git_commit: run.gitCommit,
     ...(golden ? { golden: golden.summary } : {}),
   };
@@ -431,9 +434,28 @@ async function publishRun(
     summary.verdict,
     summary.wall_s,
     relative(Deno.cwd(), runDir) || runDir,
-    { lines: cardLines(summary.findings ?? []), cause: causeLine(summary.findings ?? []) },
+    runCard(summary),
   );
   return summary;
+}
+
+/**
+ * The console's card: findings, the cause for the last line, and the reason of every ERROR
+ * comparison that no ERROR finding (a failed phase) already explains, so an ERROR never ends
+ * the console without saying why.
+ */
+function runCard(summary: RunSummary): RunCard {
+  const findings = summary.findings ?? [];
+  const explained = findings.some((f) => f.verdict === "ERROR");
+  const errors = explained ? [] : summary.comparisons.filter((c) => c.verdict === "ERROR")
+    .map((c) => `${c.name}: ${c.reason ?? "could not be judged"}`);
+  return {
+    lines: cardLines(findings),
+    cause: causeLine(findings),
+    errors,
+    phases: summary.phases.length,
+    cached: summary.phases.filter((p) => p.cached).length,
+  };
 }
 
 /** Turns the run ERROR because its reports failed to render; returns the reason. */

@@ -66,6 +66,7 @@ export async function runSlurmAttempt(
       await writeJsonAtomic(join(dir, SLURM_FILES.record), record);
       ctx.progress.note(`${spec.name}: submitted Slurm job ${jobId}`);
     },
+    onRequeue: (message) => ctx.progress.note(`${spec.name}: ${message}`),
   });
   await recordCluster(ctx, spec.name, result);
   return result;
@@ -149,6 +150,7 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
     const result = await runSlurmJob({
       ...jobOptions(spec),
       attach: record.job_id,
+      onRequeue: (message) => ctx.progress.note(`${spec.name}: ${message}`),
     });
     await follow.stop();
     await recordCluster(ctx, spec.name, result);
@@ -172,6 +174,7 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
       output_hashes: await hashPhaseOutputs(dir, {
         metrics: record.outputs.metrics,
         plan: record.outputs.plan,
+        state: record.outputs.state,
       }),
     });
     ctx.progress.note(`${spec.name}: Slurm job ${record.job_id} ended: ${result.message}`);

@@ -1,16 +1,17 @@
 /**
  * The `deepspeed` preset: real DeepSpeed with AutoEP on CPU ranks (docs/deepspeed.md). The
  * trainer is `adapters/deepspeed/train_moe.py` launched by torchrun over gloo, the converter is
- * DeepSpeed's own `ds_to_universal`, the planner `adapters/deepspeed/plan_autoep.ts` plans a
- * reshard of the checkpoint's recorded affine maps with the harness's planner. Everything runs
- * from the git-ignored `.venv-deepspeed/` that `deno task setup-deepspeed` creates.
+ * DeepSpeed's own `ds_to_universal`, the planner `adapters/deepspeed/deepspeed_planner.py` plans
+ * a reshard of the checkpoint's recorded affine maps with DeepSpeed's own `plan_transfer`, and
+ * the plan executor `adapters/deepspeed/plan_executor.py` runs each plan on the checkpoint's
+ * bytes. Everything runs from the git-ignored `.venv-deepspeed/` that
+ * `deno task setup-deepspeed` creates.
  *
  * @module
  */
 
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { REPLICA_POLICY_NAMES } from "../affine/mod.ts";
 import { plannerFlags, type PresetContext, type PresetDescriptor, presetFlags } from "./preset.ts";
 import { PROJECT_DIR } from "./project_dir.ts";
 
@@ -34,6 +35,28 @@ const DEEPSPEED_FAULTS = [
   "universal-without-load-universal",
 ] as const;
 
+/**
+ * Planner bugs `deepspeed_planner.py --plan-fault` injects into one parameter, to show that the
+ * verifier or the plan-execute check catches each (docs/plan-sync.md). A test keeps this list
+ * equal to the driver's.
+ */
+export const DEEPSPEED_PLAN_FAULTS = [
+  "none",
+  "drop-segment",
+  "wrong-holder",
+  "shift-origin",
+  "swap-source-experts",
+] as const;
+
+/**
+ * Replica policies DeepSpeed's planner can run (`deepspeed_planner.py`): through 0.19.8's
+ * per-request `replica_selector`; `balanced` splits regions, which a selector cannot express.
+ */
+const DEEPSPEED_POLICIES = ["first_holder", "highest_holder", "local_first_least_loaded"] as const;
+
+/** Arguments only the planner sees (never the training script). */
+const PLANNER_ONLY = ["plan_fault"];
+
 function deepspeedArgv(ctx: PresetContext): string[] {
   const { vars, args } = ctx;
   if (ctx.tool === "converter") {
@@ -52,22 +75,24 @@ function deepspeedArgv(ctx: PresetContext): string[] {
     ];
   }
   if (ctx.tool === "planner") {
+    const fault = args.plan_fault ? ["--plan-fault", String(args.plan_fault)] : [];
+    return [PYTHON, join(ADAPTER_DIR, "deepspeed_planner.py"), ...plannerFlags(ctx), ...fault];
+  }
+  if (ctx.tool === "executor") {
     return [
-      Deno.execPath(),
-      "run",
-      "-A",
-      "--quiet",
-      join(ADAPTER_DIR, "plan_autoep.ts"),
-      ...plannerFlags(ctx),
-      "--python",
       PYTHON,
+      join(ADAPTER_DIR, "plan_executor.py"),
+      "--source-checkpoint",
+      vars.source_checkpoint,
+      "--plan",
+      vars.plan,
+      "--out",
+      vars.state_out,
     ];
   }
   const argv = [
     join(DEEPSPEED_VENV, "bin/torchrun"),
-    "--standalone",
-    "--nproc-per-node",
-    String(args.world_size ?? 2),
+    ...launcherTopology(Number(args.world_size ?? 2), ctx.nodes ?? 1),
     join(ADAPTER_DIR, "train_moe.py"),
     "--steps",
     vars.steps,
@@ -84,7 +109,25 @@ function deepspeedArgv(ctx: PresetContext): string[] {
   if (vars.resume_from) {
     argv.push("--resume-from", vars.resume_from, "--resume-kind", vars.resume_kind);
   }
-  return argv.concat(presetFlags(DEEPSPEED_PRESET, args, ["world_size"]));
+  return argv.concat(presetFlags(DEEPSPEED_PRESET, args, ["world_size", ...PLANNER_ONLY]));
+}
+
+/**
+ * torchrun's topology flags: one node is `--standalone` (a rendezvous on the node itself); on
+ * several nodes each launcher starts its share of the ranks and joins a c10d rendezvous whose
+ * endpoint and id the Slurm job script exports (`PET_RDZV_ENDPOINT`, `PET_RDZV_ID`; see
+ * src/executors/slurm_script.ts). Validation guarantees `nodes` divides `worldSize`.
+ */
+function launcherTopology(worldSize: number, nodes: number): string[] {
+  if (nodes <= 1) return ["--standalone", "--nproc-per-node", String(worldSize)];
+  return [
+    "--nnodes",
+    String(nodes),
+    "--nproc-per-node",
+    String(worldSize / nodes),
+    "--rdzv-backend",
+    "c10d",
+  ];
 }
 
 /** The deepspeed preset. */
@@ -132,10 +175,15 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
     seq_len: { flag: "--seq-len", description: "tokens per sample" },
     vocab: { flag: "--vocab", description: "vocabulary size" },
     fault: { flag: "--fault", description: "inject one named resume bug" },
+    plan_fault: {
+      flag: "--plan-fault",
+      values: DEEPSPEED_PLAN_FAULTS,
+      description: "inject one named planner bug into one parameter (planner only)",
+    },
   },
   faults: DEEPSPEED_FAULTS,
-  policies: REPLICA_POLICY_NAMES,
-  tools: ["trainer", "converter", "planner"],
+  policies: DEEPSPEED_POLICIES,
+  tools: ["trainer", "converter", "planner", "executor"],
   executesPlans: false,
   checkpointMarker: "parity_checkpoint_complete.json",
   gradAccumArg: "grad_accum",

@@ -1,10 +1,54 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { DEEPSPEED_PRESET } from "./deepspeed_preset.ts";
+import { DEEPSPEED_PLAN_FAULTS, DEEPSPEED_PRESET } from "./deepspeed_preset.ts";
 import { PROJECT_DIR } from "./project_dir.ts";
 
 // The harness never imports the training script; these tests keep the descriptor in step with it.
 const SCRIPT = Deno.readTextFileSync(join(PROJECT_DIR, "adapters/deepspeed/train_moe.py"));
+const PLANNER = Deno.readTextFileSync(
+  join(PROJECT_DIR, "adapters/deepspeed/deepspeed_planner.py"),
+);
+
+/** The keys of a Python dict literal `NAME = {...}` at the start of a line. */
+function dictKeys(source: string, name: string): string[] {
+  const table = source.match(new RegExp(`^${name} = \\{([\\s\\S]*?)^\\}`, "m"))?.[1] ?? "";
+  return [...table.matchAll(/^\s+"([a-z_-]+)":/gm)].map((m) => m[1]);
+}
+
+Deno.test("deepspeed preset: planner faults and policies are the DeepSpeed planner driver's own", () => {
+  assert.deepEqual([...DEEPSPEED_PLAN_FAULTS].sort(), dictKeys(PLANNER, "PLAN_FAULTS").sort());
+  assert.deepEqual([...DEEPSPEED_PRESET.policies].sort(), dictKeys(PLANNER, "POLICIES").sort());
+  assert.ok(PLANNER.includes(`"${DEEPSPEED_PRESET.args.plan_fault.flag}"`));
+});
+
+Deno.test("deepspeed preset: the planner runs DeepSpeed's driver, the executor runs on the plan", () => {
+  const vars = {
+    source_checkpoint: "/r/split/global_step50",
+    target: "/r/t.json",
+    policy: "first_holder",
+    plan_out: "/r/plan.json",
+    plan: "/r/plan.json",
+    state_out: "/r/x/process_state.json",
+  };
+  const args = { world_size: 2, autoep_size: 1, plan_fault: "drop-segment" };
+  const plan = DEEPSPEED_PRESET.argv({ tool: "planner", vars, args, elementSize: 2 });
+  assert.ok(plan[0].endsWith(".venv-deepspeed/bin/python"), plan[0]);
+  assert.ok(plan[1].endsWith("adapters/deepspeed/deepspeed_planner.py"));
+  assert.equal(plan[plan.indexOf("--plan-fault") + 1], "drop-segment");
+  assert.equal(plan[plan.indexOf("--element-size") + 1], "2");
+  const exec = DEEPSPEED_PRESET.argv({ tool: "executor", vars, args, elementSize: 2 });
+  assert.ok(exec[1].endsWith("adapters/deepspeed/plan_executor.py"));
+  assert.deepEqual(exec.slice(2), [
+    "--source-checkpoint",
+    vars.source_checkpoint,
+    "--plan",
+    vars.plan,
+    "--out",
+    vars.state_out,
+  ]);
+  const train = DEEPSPEED_PRESET.argv({ tool: "trainer", vars: {}, args, elementSize: 2 });
+  assert.ok(!train.includes("--plan-fault"), "the training script never sees a planner fault");
+});
 
 Deno.test("deepspeed preset: faults are the training script's own", () => {
   const table = SCRIPT.match(/^FAULTS = \{([\s\S]*?)^\}/m)?.[1] ?? "";
@@ -16,6 +60,7 @@ Deno.test("deepspeed preset: faults are the training script's own", () => {
 Deno.test("deepspeed preset: every script flag it passes is one train_moe.py defines", () => {
   for (const [key, arg] of Object.entries(DEEPSPEED_PRESET.args)) {
     if (key === "world_size") continue; // torchrun's --nproc-per-node
+    if (key === "plan_fault") continue; // the planner's (tested above)
     assert.ok(SCRIPT.includes(`"${arg.flag}"`), `${key}: train_moe.py has no ${arg.flag}`);
   }
 });
@@ -47,6 +92,22 @@ Deno.test("deepspeed preset: a phase is torchrun + the script, with the run's fl
   assert.equal(flag("--zero-stage"), "3");
   assert.ok(!argv.includes("--world-size"), "world_size goes to the launcher only");
   assert.ok(!argv.includes("--save-at"));
+  const twoNodes = DEEPSPEED_PRESET.argv({
+    tool: "trainer",
+    vars,
+    args: { world_size: 4 },
+    elementSize: 4,
+    nodes: 2,
+  });
+  assert.deepEqual(twoNodes.slice(1, 7), [
+    "--nnodes",
+    "2",
+    "--nproc-per-node",
+    "2",
+    "--rdzv-backend",
+    "c10d",
+  ]);
+  assert.ok(!twoNodes.includes("--standalone"), "a standalone rendezvous is one node's");
   const convert = DEEPSPEED_PRESET.argv({
     tool: "converter",
     vars: { native: "/n", universal: "/u" },

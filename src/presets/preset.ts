@@ -31,6 +31,11 @@ export interface PresetContext {
   args: Readonly<Record<string, unknown>>;
   /** Bytes per element for plan statistics (planner phases). */
   elementSize: number;
+  /**
+   * Nodes a launcher preset's phase spans (`executor.nodes` of a Slurm phase run under `srun`;
+   * absent: 1). Its argv then starts one launcher per node for that node's share of the ranks.
+   */
+  nodes?: number;
 }
 
 /** A trainer family: its flags, faults, policies, marker, topology, code and argv template. */

@@ -55,7 +55,6 @@ export {
   type SignalHandlerOptions,
 } from "./signals.ts";
 export {
-  formatDuration,
   type PhaseInfo,
   type PhaseProgress,
   type ProgressOptions,

@@ -1,11 +1,13 @@
 /**
  * Progress display for running phases, written to stderr. On a terminal one live line is
- * rewritten in place (`[phase 3/7] resume-native  step 27/40  ETA 4s`); elsewhere (CI logs) plain
- * lines are printed at most every ~2 s or every 10% of the steps, plus one line when each phase
- * starts and ends (`phase resume-native ok in 3.2s`).
+ * rewritten in place (`[phase 3/7] resume-native  step 27/40  ETA 4.0 s`); elsewhere (CI logs) at
+ * most one line per phase when it ends (`phase resume-native ok in 3.2 s`) plus one per 10% of its
+ * steps, and those only once the phase has run 2 s: a half-second phase prints one line.
  *
  * @module
  */
+
+import { duration } from "../format/numbers.ts";
 
 /** Options of {@linkcode ProgressReporter}. */
 export interface ProgressOptions {
@@ -15,9 +17,9 @@ export interface ProgressOptions {
   write?: (text: string) => void;
   /** Clock in milliseconds. Default: `performance.now`. */
   now?: () => number;
-  /** Off a terminal: minimum time between two progress lines of a phase (default 2000 ms). */
+  /** Off a terminal: how long a phase runs before its progress lines start (default 2000 ms). */
   minIntervalMs?: number;
-  /** Off a terminal: also print whenever another `percentStep`% of the steps is done (default 10). */
+  /** Off a terminal: print a progress line whenever another `percentStep`% of the steps is done (default 10). */
   percentStep?: number;
   /** On a terminal: width to cut the live line to. Default: the terminal's width. */
   columns?: number;
@@ -39,7 +41,7 @@ export interface PhaseInfo {
 export interface PhaseProgress {
   /** Report that the phase reached optimizer step `step` (smaller or repeated values are ignored). */
   step(step: number): void;
-  /** Report the end of the phase: prints `phase <name> <status> in <s>s` (wall time measured unless given). */
+  /** Report the end of the phase: prints `phase <name> <status> in <duration>` (wall time measured unless given). */
   end(status: string, wallS?: number): void;
 }
 
@@ -54,7 +56,6 @@ interface ActivePhase {
   firstStepAt: number;
   step: number | null;
   stepAt: number;
-  lastPrintedAt: number;
   lastBucket: number;
 }
 
@@ -107,15 +108,11 @@ export class ProgressReporter {
       firstStepAt: now,
       step: null,
       stepAt: now,
-      lastPrintedAt: -Infinity,
       lastBucket: -1,
     };
     this.#active.add(phase);
-    if (this.#tty) {
-      this.#redraw(true);
-    } else {
-      this.#emit(`[phase ${info.index}/${info.total}] ${info.name} started`);
-    }
+    // Off a terminal the end line is the phase's one line; progress lines come only if it runs long.
+    if (this.#tty) this.#redraw(true);
     let ended = false;
     return {
       step: (step) => {
@@ -126,7 +123,7 @@ export class ProgressReporter {
         ended = true;
         this.#active.delete(phase);
         const seconds = wallS ?? (this.#now() - phase.startedAt) / 1000;
-        this.#printAbove(`phase ${info.name} ${status} in ${seconds.toFixed(1)}s`);
+        this.#printAbove(`phase ${info.name} ${status} in ${duration(seconds)}`);
       },
     };
   }
@@ -156,9 +153,8 @@ export class ProgressReporter {
       return;
     }
     const bucket = this.#bucket(phase, step);
-    if (bucket > phase.lastBucket || now - phase.lastPrintedAt >= this.#minIntervalMs) {
-      phase.lastBucket = Math.max(bucket, phase.lastBucket);
-      phase.lastPrintedAt = now;
+    if (bucket > phase.lastBucket && now - phase.startedAt >= this.#minIntervalMs) {
+      phase.lastBucket = bucket;
       this.#emit(describe(phase));
     }
   }
@@ -205,14 +201,14 @@ export class ProgressReporter {
   }
 }
 
-/** `[phase 3/7] resume-native  step 27/40  ETA 4s` (parts omitted while unknown). */
+/** `[phase 3/7] resume-native  step 27/40  ETA 4.0 s` (parts omitted while unknown). */
 function describe(phase: ActivePhase): string {
   const { name, index, total, steps } = phase.info;
   let text = `[phase ${index}/${total}] ${name}`;
   if (phase.step === null) return text;
   text += `  step ${phase.step}${steps === undefined ? "" : `/${steps}`}`;
   const eta = etaSeconds(phase);
-  if (eta !== null) text += `  ETA ${formatDuration(eta)}`;
+  if (eta !== null) text += `  ETA ${duration(eta)}`;
   return text;
 }
 
@@ -225,14 +221,6 @@ function etaSeconds(phase: ActivePhase): number | null {
   const elapsedMs = phase.stepAt - phase.firstStepAt;
   if (done <= 0 || elapsedMs <= 0) return null;
   return ((steps - phase.step) * elapsedMs) / done / 1000;
-}
-
-/** `4s`, `2m05s`, `1h02m`. */
-export function formatDuration(seconds: number): string {
-  const s = Math.ceil(seconds);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
 
 function fit(line: string, columns: number | undefined): string {

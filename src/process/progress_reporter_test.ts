@@ -1,5 +1,8 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { formatDuration, ProgressReporter } from "./progress_reporter.ts";
+import { ProgressReporter } from "./progress_reporter.ts";
+
+const NBSP = "\u00a0";
+const S = `${NBSP}s`; // the one duration format: `6.5 s` with a no-break space
 
 function fakeTerminal(tty: boolean) {
   let clock = 0;
@@ -42,18 +45,18 @@ Deno.test("ProgressReporter on a terminal rewrites one live line with step and E
   deepEqual(term.screen(), ["[phase 3/7] resume-native  step 21/40"]);
   term.advance(3000);
   phase.step(27); // 6 steps in 3 s => 13 steps left take 6.5 s
-  deepEqual(term.screen(), ["[phase 3/7] resume-native  step 27/40  ETA 7s"]);
+  deepEqual(term.screen(), [`[phase 3/7] resume-native  step 27/40  ETA 6.5${S}`]);
   ok(!term.chunks.join("").slice(0, -1).includes("\n"), "nothing but the live line so far");
   term.advance(50);
   phase.step(28); // within the redraw interval: not drawn yet
-  deepEqual(term.screen(), ["[phase 3/7] resume-native  step 27/40  ETA 7s"]);
+  deepEqual(term.screen(), [`[phase 3/7] resume-native  step 27/40  ETA 6.5${S}`]);
   term.advance(6000);
   phase.step(40);
-  deepEqual(term.screen(), ["[phase 3/7] resume-native  step 40/40  ETA 0s"]);
+  deepEqual(term.screen(), [`[phase 3/7] resume-native  step 40/40  ETA 0.0${S}`]);
   phase.end("ok");
-  deepEqual(term.screen(), ["phase resume-native ok in 9.6s", ""]);
+  deepEqual(term.screen(), [`phase resume-native ok in 9.6${S}`, ""]);
   term.reporter.close();
-  deepEqual(term.screen(), ["phase resume-native ok in 9.6s", ""]);
+  deepEqual(term.screen(), [`phase resume-native ok in 9.6${S}`, ""]);
 });
 
 Deno.test("ProgressReporter on a terminal prints notes and finished phases above the live line", () => {
@@ -68,14 +71,14 @@ Deno.test("ProgressReporter on a terminal prints notes and finished phases above
   b.end("failed", 1.25);
   deepEqual(term.screen(), [
     "warning: slow disk",
-    "phase split failed in 1.3s",
+    `phase split failed in 1.3${S}`,
     "[phase 1/3] baseline  step 2/10",
   ]);
   term.reporter.close();
-  deepEqual(term.screen(), ["warning: slow disk", "phase split failed in 1.3s", ""]);
+  deepEqual(term.screen(), ["warning: slow disk", `phase split failed in 1.3${S}`, ""]);
 });
 
-Deno.test("ProgressReporter off a terminal prints plain lines every 10% or 2 s, and phase ends", () => {
+Deno.test("ProgressReporter off a terminal prints one line per 10% of a long phase, and its end", () => {
   const log = fakeTerminal(false);
   const phase = log.reporter.startPhase({ name: "baseline", index: 1, total: 2, steps: 100 });
   for (let step = 1; step <= 100; step++) {
@@ -86,29 +89,41 @@ Deno.test("ProgressReporter off a terminal prints plain lines every 10% or 2 s, 
   const lines = log.chunks.join("").split("\n");
   equal(lines.at(-1), "", "every write ends with a newline");
   ok(!log.chunks.join("").includes("\r"), "no carriage returns in CI logs");
-  equal(lines[0], "[phase 1/2] baseline started");
-  equal(lines[1], "[phase 1/2] baseline  step 1/100");
-  equal(lines[2], "[phase 1/2] baseline  step 10/100  ETA 9s");
-  equal(lines.at(-3), "[phase 1/2] baseline  step 100/100  ETA 0s");
-  equal(lines.at(-2), "phase baseline ok in 10.0s");
-  equal(lines.length, 14, lines.join("\n")); // start, 11 progress lines, end, ""
+  // Nothing in the first 2 s; then the bucket reached at step 20, and one line per bucket.
+  equal(lines[0], `[phase 1/2] baseline  step 20/100  ETA 8.0${S}`);
+  equal(lines.at(-3), `[phase 1/2] baseline  step 100/100  ETA 0.0${S}`);
+  equal(lines.at(-2), `phase baseline ok in 10.0${S}`);
+  equal(lines.length, 11, lines.join("\n")); // 9 progress lines (20%..100%), end, ""
 });
 
-Deno.test("ProgressReporter off a terminal prints at most every 2 s between 10% marks", () => {
+Deno.test("ProgressReporter off a terminal prints a short phase as one line", () => {
+  const log = fakeTerminal(false);
+  const phase = log.reporter.startPhase({ name: "resume-native", index: 3, total: 12, steps: 40 });
+  for (let step = 21; step <= 40; step++) {
+    log.advance(25); // half a second in all
+    phase.step(step);
+  }
+  phase.end("ok", 0.5);
+  deepEqual(log.chunks, [`phase resume-native ok in 0.5${S}\n`]);
+});
+
+Deno.test("ProgressReporter off a terminal never prints more than one line per 10% of the steps", () => {
   const log = fakeTerminal(false);
   const phase = log.reporter.startPhase({ name: "long", index: 1, total: 1, steps: 10_000 });
-  for (let step = 1; step <= 100; step++) {
+  for (let step = 1; step <= 2000; step++) {
     log.advance(100);
-    phase.step(step); // 1% in 10 s: only the time rule applies
+    phase.step(step); // 200 s for 20%: two buckets, whatever the time
   }
   const progressLines = log.chunks.filter((c) => c.includes("step"));
-  equal(progressLines.length, 5); // step 1, then every 2 s: steps 21, 41, 61, 81
-  ok(progressLines[1].startsWith("[phase 1/1] long  step 21/10000  ETA 16m38s"), progressLines[1]);
+  // Once 2 s have passed, the first step says the phase is alive; then one line per 10%.
+  deepEqual(progressLines.map((l) => l.match(/step (\d+)/)![1]), ["20", "1000", "2000"]);
+  ok(progressLines[1].includes(`ETA 15${NBSP}min${NBSP}00${S}`), progressLines[1]);
 });
 
 Deno.test("ProgressReporter ignores repeated or decreasing steps and a throwing writer", () => {
   const log = fakeTerminal(false);
-  const phase = log.reporter.startPhase({ name: "convert", index: 2, total: 4 });
+  const phase = log.reporter.startPhase({ name: "convert", index: 2, total: 4, steps: 100 });
+  log.advance(3000);
   phase.step(5);
   phase.step(5);
   phase.step(3);
@@ -122,11 +137,4 @@ Deno.test("ProgressReporter ignores repeated or decreasing steps and a throwing 
   });
   broken.startPhase({ name: "x", index: 1, total: 1, steps: 2 }).step(1);
   broken.close();
-});
-
-Deno.test("formatDuration() renders seconds, minutes and hours", () => {
-  equal(formatDuration(0), "0s");
-  equal(formatDuration(3.2), "4s");
-  equal(formatDuration(125), "2m05s");
-  equal(formatDuration(3720), "1h02m");
 });

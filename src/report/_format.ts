@@ -1,6 +1,6 @@
 // Text helpers shared by the Markdown, HTML and JUnit writers (numbers: src/format/numbers.ts).
 
-import type { Verdict } from "../types/summary.ts";
+import type { PlannerRecord, SecondOpinion, Verdict } from "../types/summary.ts";
 
 /** Emoji shown before a verdict (GitHub renders these in headings and tables). */
 export const VERDICT_EMOJI: Record<Verdict | "N/A", string> = {
@@ -34,4 +34,16 @@ export function escapeHtml(text: string): string {
 export function tailLines(text: string, lines: number): string {
   const all = text.replace(/\s+$/, "").split(/\r?\n/);
   return all.slice(Math.max(0, all.length - lines)).join("\n");
+}
+
+/** `name version (api)` of a plan's planner, or "" when the plan file names none. */
+export function plannerText(p: PlannerRecord | undefined): string {
+  return p ? [p.name, p.version, p.api ? `(${p.api})` : ""].filter(Boolean).join(" ") : "";
+}
+
+/** `equal`, `differs: ...` or `unavailable: ...`, or "" when there was no second opinion. */
+export function secondOpinionText(o: SecondOpinion | undefined): string {
+  if (!o) return "";
+  if (!o.available) return `unavailable: ${o.first_difference ?? ""}`;
+  return o.equal ? "equal" : `differs: ${o.first_difference ?? ""}`;
 }

@@ -1,17 +1,22 @@
 // The report's tables as plain data, so Markdown and HTML show exactly the same content.
 
-import type { ComparisonSummary, PhaseSummary, Verdict } from "../types/summary.ts";
+import type {
+  ComparisonSummary,
+  PhaseSummary,
+  PlanSyncSummary,
+  Verdict,
+} from "../types/summary.ts";
 import { ulpDistanceIn } from "../parity/ulp.ts";
 import {
   bytes,
   comparisonUlp,
   comparisonUlpText,
   count,
+  duration,
   exact,
-  seconds,
   stat,
 } from "../format/numbers.ts";
-import { verdictLabel } from "./_format.ts";
+import { plannerText, secondOpinionText, verdictLabel } from "./_format.ts";
 import { type Culprit, culprits } from "../parity/culprit.ts";
 import type { LoadedRun } from "./load_run.ts";
 import type { PreviousRun } from "./history.ts";
@@ -169,8 +174,33 @@ export function stateTable(run: LoadedRun, which: ComparisonRows = "all"): Table
   };
 }
 
-/** The plan-sync table. */
+/**
+ * The plan-sync table. The planner, second-opinion and plan-execute columns appear only when some
+ * plan has them (a foreign planner's plans, `plan_sync.execute`).
+ */
 export function planTable(run: LoadedRun): Table {
+  const plans = run.summary.plan_sync;
+  const optional: { header: string; cell: (p: PlanSyncSummary) => Cell }[] = [
+    {
+      header: "planner",
+      cell: (p) => c(plannerText(p.planner) || "—"),
+    },
+    {
+      header: "second opinion",
+      cell: (p) => c(secondOpinionText(p.second_opinion) || "—"),
+    },
+    {
+      header: "executed on the checkpoint's bytes",
+      cell: (p) =>
+        p.execution ? verdictCell(p.execution.verdict, `: ${p.execution.reason}`) : c("—"),
+    },
+  ];
+  const present = [
+    plans.some((p) => p.planner),
+    plans.some((p) => p.second_opinion),
+    plans.some((p) => p.execution),
+  ];
+  const extra = optional.filter((_, i) => present[i]);
   return {
     id: "plan",
     title: "Plan sync",
@@ -183,9 +213,10 @@ export function planTable(run: LoadedRun): Table {
       "max process load",
       "mean process load",
       "reshard that ran",
+      ...extra.map((x) => x.header),
     ],
-    numeric: [false, false, true, true, true, true, true, false],
-    rows: run.summary.plan_sync.map((p) => [
+    numeric: [false, false, true, true, true, true, true, false, ...extra.map(() => false)],
+    rows: plans.map((p) => [
       c(p.policy),
       p.verified ? verdictCell("PASS") : verdictCell("FAIL", p.error ? `: ${p.error}` : ""),
       c(count(p.segments)),
@@ -194,6 +225,7 @@ export function planTable(run: LoadedRun): Table {
       c(bytes(p.max_process_bytes)),
       c(bytes(p.mean_process_bytes)),
       c(reshardVerdict(run, p.reshard_resumes ?? [])),
+      ...extra.map((x) => x.cell(p)),
     ]),
     empty: "No plan-sync policies in this experiment.",
   };
@@ -304,7 +336,7 @@ export function phasesTable(run: LoadedRun, existing: Set<string>): Table {
             suffix: (p.message ? `: ${p.message}` : "") + retriesNote(p),
           },
         },
-        c(seconds(p.wall_s)),
+        c(duration(p.wall_s)),
         c(p.cached ? `yes${p.source_run ? ` (${p.source_run})` : ""}` : "no"),
         c(p.exit_code === null ? "—" : String(p.exit_code)),
         logs,
@@ -437,7 +469,7 @@ export function headline(run: LoadedRun): string {
     bits.push(`diverged: ${broken.map((c) => `${c.phase} @ ${c.step ?? "?"}`).join(", ")}`);
   }
   bits.push(`${s.steps} steps, saved after step ${s.save_at}`);
-  bits.push(`wall ${seconds(s.wall_s)} (children ${seconds(s.children_wall_s)})`);
+  bits.push(`wall ${duration(s.wall_s)} (children ${duration(s.children_wall_s)})`);
   if (s.git_commit) bits.push(`commit ${s.git_commit.slice(0, 12)}`);
   if (s.interrupted) bits.push("INTERRUPTED");
   return bits.join(" · ");

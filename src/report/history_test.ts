@@ -114,7 +114,7 @@ Deno.test("parity history renders the trend chart and prints a Markdown table, n
     assert.ok(rows[0].includes(fail.run_id), "newest run first");
     assert.ok(rows.every((r) => !r.includes("| other |")), "filtered by experiment");
     assert.ok(
-      out.includes("| baseline~resume-universal | exact | ❌ FAIL | 0.082 | ") &&
+      out.includes("| baseline\\~resume-universal | exact | ❌ FAIL | 0.082 | ") &&
         /\| ❌ FAIL \| 0\.082 \| [^|]+ULP[^|]+\| 21 \|/.test(out),
       out,
     );

@@ -9,9 +9,9 @@
  */
 
 import type { RunSummary } from "../types/summary.ts";
-import { comparisonUlpText, exact } from "../format/numbers.ts";
+import { comparisonUlp, comparisonUlpText, exact } from "../format/numbers.ts";
 import { blamedPhases } from "../parity/culprit.ts";
-import { stripAnsi } from "./_format.ts";
+import { plannerText, secondOpinionText, stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
 
 /** What the JUnit writer needs of a run. */
@@ -122,7 +122,9 @@ function casesOf(run: JunitRun): Case[] {
         ["verdict", c.verdict],
         ["first_divergent_step", known(c.first_divergent_step, exact)],
         ["max_abs", known(c.max_abs, exact)],
-        ["max_ulp", known(c.max_ulp, () => comparisonUlpText(c))],
+        // Numbers, so a CI reporter can chart or threshold them; the unit is its own property.
+        ["max_ulp", known(comparisonUlp(c)?.value ?? null, exact)],
+        ["max_ulp_unit", comparisonUlp(c)?.unit ?? ""],
         ["culprit", blamedPhases(c, s).join(", ")],
         ["state_components", stateOf(c.b).join(", ")],
       ],
@@ -174,7 +176,37 @@ function casesOf(run: JunitRun): Case[] {
       name: p.policy,
       time: 0,
       outcome,
-      properties: [["verified", String(p.verified)], ["phase", p.phase]],
+      properties: [
+        ["verified", String(p.verified)],
+        ["phase", p.phase],
+        ["planner", plannerText(p.planner)],
+        ["second_opinion", secondOpinionText(p.second_opinion)],
+      ],
+    });
+    const ex = p.execution;
+    if (!ex) continue;
+    const first = ex.mismatches[0];
+    cases.push({
+      classname: `${exp}.plan_execution`,
+      name: p.policy,
+      time: 0,
+      outcome: ex.verdict === "PASS" ? { kind: "pass" } : {
+        kind: ex.verdict === "FAIL" ? "failure" : "error",
+        type: ex.verdict === "FAIL" ? "PlanExecutionMismatch" : "PlanExecutionError",
+        message: ex.reason,
+        body: ex.mismatches.map((m) =>
+          `${m.parameter} · expert ${m.expert} · ${m.kind} · process ${m.process} · ` +
+          `region ${m.region}: ${m.detail}`
+        ).join("\n") || ex.reason,
+      },
+      properties: [
+        ["verdict", ex.verdict],
+        ["phase", ex.phase],
+        ["against", ex.against ?? ""],
+        ["compared", String(ex.compared)],
+        ["mismatches", String(ex.mismatch_count)],
+        ["first_parameter", first?.parameter ?? ""],
+      ],
     });
   }
   for (const ph of s.phases) {

@@ -31,7 +31,7 @@ import {
 } from "./_tables.ts";
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
-import type { GoldenSummary, Verdict } from "../types/summary.ts";
+import type { ComparisonSummary, GoldenSummary, Verdict } from "../types/summary.ts";
 import { type Culprit, culprits } from "../parity/culprit.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */
@@ -49,15 +49,38 @@ export function verdictLine(
   return `## ${verdictLabel(verdict)} — ${mdText(experiment)} · ${mdText(runId)}`;
 }
 
-/** Escapes text for a Markdown table cell or heading (pipes, HTML, line breaks). */
+/**
+ * Escapes text for GitHub-flavoured Markdown as cmark-gfm (GitHub's renderer) reads it, in a
+ * paragraph, heading or table cell: every inline marker (emphasis, code, links, `~`
+ * strikethrough, table pipes), HTML and entities, a block marker at the start, and the three
+ * extended autolinks (`www.`, `scheme://`, `name@host.tld`), which an empty HTML comment breaks
+ * because a backslash cannot. Line breaks become `<br>`.
+ */
 export function mdText(text: string): string {
   return text
-    .replace(/\\/g, "\\\\")
-    .replace(/\|/g, "\\|")
+    .replace(/[\\`*_[\]~|]/g, (ch) => `\\${ch}`)
+    .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")
     .replace(/>/g, "&gt;")
-    .replace(/[*_`[\]]/g, (ch) => `\\${ch}`)
+    .replace(/^([#+=-])(?=[\s#+=-]|$)/, "\\$1")
+    .replace(/^(\d+)([.)])(?=\s|$)/, "$1\\$2")
+    .replace(/(www)\./gi, "$1<!-- -->.")
+    .replace(/:\/\//g, ":<!-- -->//")
+    .replace(/@(?=[\w-]+\.)/g, "@<!-- -->")
     .replace(/\r?\n/g, "<br>");
+}
+
+/**
+ * Inline code for GitHub-flavoured Markdown: a backtick fence longer than any run inside (content
+ * is literal there, so nothing else is escaped), padded when the text starts or ends with a
+ * backtick, and pipes escaped because GFM splits table cells on them even inside code.
+ */
+export function mdCode(text: string): string {
+  const body = text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|");
+  const longest = Math.max(0, ...[...body.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = "`".repeat(longest + 1);
+  const pad = /^`|`$/.test(body) ? " " : "";
+  return `${fence}${pad}${body}${pad}${fence}`;
 }
 
 /** Turns a run-relative path into the link written in the report (absolute with a base URL). */
@@ -176,10 +199,8 @@ export function runLinkResolver(runDir: string, imageBaseUrl?: string): LinkReso
 
 /** One line on the golden comparison (its rows are `golden~baseline` in the table above). */
 function goldenLine(g: GoldenSummary): string {
-  const where = g.found ? `\`${mdText(g.file)}\`` : "none stored";
-  return `**Golden: ${g.verdict}** · environment \`${
-    mdText(g.environment_key)
-  }\` · golden ${where}` +
+  const where = g.found ? mdCode(g.file) : "none stored";
+  return `**Golden: ${g.verdict}** · environment ${mdCode(g.environment_key)} · golden ${where}` +
     ` · ${mdText(g.reason)}`;
 }
 
@@ -190,22 +211,53 @@ interface Section {
   brief?: string;
 }
 
+/** Culprits whose comparisons diverge identically (same step, values and metric): one block. */
+interface CulpritGroup {
+  /** The culprit whose block is shown. */
+  lead: Culprit;
+  /** Its comparison. */
+  cmp: ComparisonSummary | undefined;
+  /** The other culprits with the same divergence, with their comparisons. */
+  same: { culprit: Culprit; cmp: ComparisonSummary }[];
+}
+
+/** Groups culprits the way the root-cause card groups failures (`+5 identical`). */
+function culpritGroups(run: LoadedRun, broken: Culprit[]): CulpritGroup[] {
+  const groups = new Map<string, CulpritGroup>();
+  broken.forEach((culprit, i) => {
+    const cmp = culpritComparison(culprit, run.summary.comparisons);
+    const d = cmp?.divergence;
+    const key = cmp && d ? `${cmp.first_divergent_step}|${d.a}|${d.b}|${cmp.metric}` : `#${i}`;
+    const group = groups.get(key);
+    if (group && cmp) group.same.push({ culprit, cmp });
+    else groups.set(key, { lead: culprit, cmp, same: [] });
+  });
+  return [...groups.values()];
+}
+
 function culpritBlock(
   run: LoadedRun,
-  culprit: Culprit,
+  group: CulpritGroup,
   charts: ChartLink[],
   resolve: LinkResolver,
   open: boolean,
 ): string {
-  const cmp = culpritComparison(culprit, run.summary.comparisons);
+  const { lead: culprit, cmp, same } = group;
   const where = culprit.step === null
     ? "has no divergent step"
     : `first diverges at step ${culprit.step}`;
   const others = culprit.comparisons.filter((n) => n !== cmp?.name);
   const summaryLine = `${escapeHtml(culprit.phase)} ${where}` +
-    (cmp ? ` (${escapeHtml(cmp.name)}, ${cmp.lane} lane)` : "");
+    (cmp ? ` (${escapeHtml(cmp.name)}, ${cmp.lane} lane)` : "") +
+    (same.length > 0 ? ` +${same.length} identical` : "");
   const out = [open ? "<details open>" : "<details>", `<summary>${summaryLine}</summary>`, ""];
   if (cmp?.reason) out.push(mdText(cmp.reason), "");
+  if (same.length > 0) {
+    const list = same.map((s) =>
+      `${mdText(s.culprit.phase)} (${mdText(s.cmp.name)}, ${s.cmp.lane} lane)`
+    );
+    out.push(`The same divergence (same step, same values) in: ${list.join(", ")}.`, "");
+  }
   if (cmp && divergenceValues(run, cmp)) out.push(mdTable(detailTable(run, cmp), resolve), "");
   if (others.length > 0) {
     out.push(`Also blamed by: ${others.map(mdText).join(", ")}.`, "");
@@ -300,7 +352,9 @@ function sections(
   if (s.golden) out.push({ text: goldenLine(s.golden) });
   const broken = culprits(s);
   if (broken.length > 0) {
-    const blocks = broken.map((c, i) => culpritBlock(run, c, charts, resolve, i === 0));
+    const blocks = culpritGroups(run, broken).map((g, i) =>
+      culpritBlock(run, g, charts, resolve, i === 0)
+    );
     out.push({
       text: `### Where it diverged\n\n${blocks.join("\n\n")}`,
       brief: `### Where it diverged\n\n${

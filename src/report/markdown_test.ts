@@ -7,6 +7,7 @@ import {
   COMMENT_BUDGET,
   GITHUB_COMMENT_LIMIT,
   imageBaseUrlProblem,
+  mdCode,
   mdTable,
   mdText,
   renderMarkdown,
@@ -48,11 +49,11 @@ Deno.test("renderMarkdown() FAIL comment: verdict, marker, card, then only what 
     assert.equal(rows[0][0], "comparison");
     const notPass = summary.comparisons.filter((c) => c.verdict !== "PASS");
     assert.equal(rows.length, 2 + notPass.length, "PASS rows are not in the table");
-    const failing = rows.find((r) => r[0] === "baseline~resume-universal")!;
+    const failing = rows.find((r) => r[0] === "baseline\\~resume-universal")!;
     const d = summary.comparisons[1].divergence!;
     assert.deepEqual(failing.slice(1, 5), ["❌ FAIL", "21", String(d.a), String(d.b)]);
-    assert.equal(rows.find((r) => r[0] === "baseline~resume-plan")![1], "💥 ERROR");
-    assert.match(md, /✅ PASS: 2 comparisons \(baseline~resume-native, /);
+    assert.equal(rows.find((r) => r[0] === "baseline\\~resume-plan")![1], "💥 ERROR");
+    assert.match(md, /✅ PASS: 2 comparisons \(baseline\\~resume-native, /);
     // State checks sit above the comparisons; no "vs last run" column without history.
     assert.ok(md.indexOf("### State checks") < md.indexOf("### What differs"));
     assert.ok(!rows[0].includes("vs last run"));
@@ -83,7 +84,7 @@ Deno.test("renderMarkdown() one block per broken phase: the compared window arou
     // The ERROR comparison has no steps at all: it is listed with its reason, not given a table.
     assert.match(
       md,
-      /<summary>💥 ERROR: 1 comparison could not be judged<\/summary>\n\n- baseline~resume-plan: phase resume-plan failed: no metrics\n/,
+      /<summary>💥 ERROR: 1 comparison could not be judged<\/summary>\n\n- baseline\\~resume-plan: phase resume-plan failed: no metrics\n/,
     );
   } finally {
     await Deno.remove(tmp, { recursive: true });
@@ -198,7 +199,7 @@ Deno.test("renderMarkdown() compares each comparison with the experiment's last 
     const rows = tableAfter(md, "What differs");
     const column = rows[0].indexOf("vs last run");
     assert.ok(column > 0, "the column appears once there is history");
-    assert.equal(rows.find((r) => r[0] === "baseline~resume-universal")![column], "was PASS");
+    assert.equal(rows.find((r) => r[0] === "baseline\\~resume-universal")![column], "was PASS");
     assert.match(
       md.split("\n").find((l) => l.startsWith("2 comparisons") || /comparisons,/.test(l))!,
       /last run 20261128T101500Z-aa: PASS/,
@@ -272,4 +273,38 @@ Deno.test("mdText(), codeBlock() and reportMarker() keep Markdown structure inta
     }),
     "| a | n |\n| --- | ---: |\n| [x](p%20q.log) | 1 |",
   );
+});
+
+Deno.test("mdText() and mdCode() escape what cmark-gfm would turn into markup", () => {
+  assert.equal(mdText("baseline~resume-native"), "baseline\\~resume-native");
+  assert.equal(mdText("a & b &amp;"), "a &amp; b &amp;amp;");
+  assert.equal(mdText("# not a heading"), "\\# not a heading");
+  assert.equal(mdText("1. not a list"), "1\\. not a list");
+  assert.equal(mdText("0.082 and -0.5"), "0.082 and -0.5", "numbers stay readable");
+  assert.equal(mdText("see www.example.org"), "see www<!-- -->.example.org");
+  assert.equal(mdText("https://x.org"), "https:<!-- -->//x.org");
+  assert.equal(mdText("ci@host.org"), "ci@<!-- -->host.org");
+  assert.equal(mdText("sweep@lr=0.1"), "sweep@lr=0.1", "a matrix folder is no e-mail address");
+  assert.equal(mdCode("a`b|c"), "``a`b\\|c``");
+  assert.equal(mdCode("`x"), "`` `x ``");
+});
+
+Deno.test("renderMarkdown() shows identical divergences once, naming the other phases", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_md_" });
+  try {
+    const fixture = await makeFixtureRun(tmp, { verdict: "FAIL" });
+    const s = fixture.summary;
+    const failing = s.comparisons.find((c) => c.verdict === "FAIL")!;
+    const phase = s.phases.find((p) => p.name === failing.b)!;
+    s.phases.push({ ...phase, name: "resume-copy" });
+    s.comparisons.push({ ...failing, name: "baseline~resume-copy", b: "resume-copy" });
+    await Deno.writeTextFile(`${fixture.runDir}/summary.json`, JSON.stringify(s));
+    const md = renderMarkdown(await loadRun(fixture.runDir), [], new Set());
+    const section = md.slice(md.indexOf("### Where it diverged"));
+    assert.equal(section.match(/first diverges at/g)!.length, 1, "one block for both phases");
+    assert.match(section, /<summary>resume-universal first diverges at step 21 .* \+1 identical</);
+    assert.match(section, /same values\) in: resume-copy \(baseline\\~resume-copy, exact lane\)/);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
 });

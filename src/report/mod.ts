@@ -28,6 +28,7 @@ export {
   GITHUB_COMMENT_LIMIT,
   imageBaseUrlProblem,
   type MarkdownOptions,
+  mdCode,
   mdTable,
   mdText,
   renderMarkdown,
@@ -47,6 +48,6 @@ export {
   renderHistoryView,
   trendPoints,
 } from "./history.ts";
-export { compactUtc, type SuiteEntry, writeSuiteIndex } from "./suite.ts";
+export { compactUtc, SUITE_MARKER, type SuiteEntry, writeSuiteIndex } from "./suite.ts";
 export { renderRun, type RenderRunOptions, resolveRunDir, runCharts } from "./render_run.ts";
 export type { Cell, Table } from "./_tables.ts";

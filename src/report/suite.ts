@@ -10,13 +10,19 @@
 import { relative } from "node:path";
 import { type RunSummary, VERDICT_RANK } from "../types/summary.ts";
 import { culprits } from "../parity/culprit.ts";
-import { seconds } from "../format/numbers.ts";
+import { duration } from "../format/numbers.ts";
 import { escapeHtml, verdictLabel } from "./_format.ts";
 import { renderJunit } from "./junit.ts";
 import { badge, htmlPage } from "./_page.ts";
 import { type HistoryRow, previousRun, readHistory, renderHistoryView } from "./history.ts";
 import { COMMENT_BUDGET, fitComment, mdText, runLinkResolver } from "./markdown.ts";
 import { writeTextAtomic } from "./_write.ts";
+
+/**
+ * The invisible marker of a suite's index.md, which a CI job searches for to update its one pull
+ * request comment in place (`.github/workflows/parity-nightly.yml`).
+ */
+export const SUITE_MARKER = "<!-- parity-suite-index -->";
 
 /** One experiment of a suite. */
 export interface SuiteEntry {
@@ -100,7 +106,7 @@ function rowsOf(
         ? broken.map((c) => `${c.phase} @ ${c.step ?? "?"}`).join(", ")
         : "—",
       comparisons: `${s.comparisons.length - bad}/${s.comparisons.length} pass`,
-      wall: seconds(s.wall_s),
+      wall: duration(s.wall_s),
       links: ["report.md", "report.html", "junit.xml"].map((f) => ({ text: f, href: href(f) })),
     };
   });
@@ -134,6 +140,7 @@ function suiteMarkdown(
     } |`;
   const head = [
     `## ${verdictLabel(worst(entries))} — parity suite · ${time}`,
+    SUITE_MARKER,
     "",
     `${entries.length} experiment${entries.length === 1 ? "" : "s"}: ${failing.length} not PASS` +
     (fresh > 0 ? `, ${fresh} new since the last run` : "") +

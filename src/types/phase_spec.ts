@@ -6,10 +6,10 @@
  * @module
  */
 
-import type { PhaseRole } from "./summary.ts";
+import type { Diagnostic, PhaseRole } from "./summary.ts";
 
 /** Which configured program runs a phase. */
-export type PhaseTool = "trainer" | "converter" | "planner";
+export type PhaseTool = "trainer" | "converter" | "planner" | "executor";
 
 /** How a training phase starts. */
 export type ResumeKind = "native" | "universal" | "plan";
@@ -56,6 +56,11 @@ export interface PhasePaths {
   target?: string;
   /** Planner output. */
   planOut?: string;
+  /**
+   * Per-process expert state: what a trainer holds right after its load, or what a plan
+   * executor built from the checkpoint's bytes (`process_state.json`; docs/plan-sync.md).
+   */
+  stateFile?: string;
 }
 
 /** Why a resume is judged in its lane against the baseline. */
@@ -224,4 +229,6 @@ export interface ResolvedPlan {
   phases: PhaseSpec[];
   /** How the run is judged. */
   judge: JudgeSpec;
+  /** What the experiment leaves unchecked (warnings in the report and on the console). */
+  warnings: Diagnostic[];
 }

@@ -13,7 +13,14 @@ export type Verdict = "PASS" | "FAIL" | "ABSTAIN" | "ERROR";
 export type PhaseStatus = "ok" | "failed" | "timeout" | "skipped";
 
 /** What a phase does in the experiment. */
-export type PhaseRole = "baseline" | "split" | "resume" | "repeat" | "convert" | "plan";
+export type PhaseRole =
+  | "baseline"
+  | "split"
+  | "resume"
+  | "repeat"
+  | "convert"
+  | "plan"
+  | "execute";
 
 /** One phase as recorded in the summary. */
 export interface PhaseSummary {
@@ -180,6 +187,82 @@ export interface PlanSyncSummary {
   per_process?: Record<string, ProcessLoad>;
   /** Resume phases that ran on the plan's target topology (the reshard the plan stands for). */
   reshard_resumes?: string[];
+  /** Who planned it, as the plan file records (absent: the planner did not say). */
+  planner?: PlannerRecord;
+  /** The harness's own planner on the same maps, when another planner made the plan. */
+  second_opinion?: SecondOpinion;
+  /** The plan executed on the checkpoint's bytes and compared with the reshard's loaded state. */
+  execution?: PlanExecution;
+}
+
+/** The `planner` record of a plan file. */
+export interface PlannerRecord {
+  /** Module or program, e.g. `deepspeed.checkpoint.affine_transfer`. */
+  name: string;
+  /** Entry point used, e.g. `plan_transfer + replica_selector`. */
+  api?: string;
+  /** Version of the package that planned. */
+  version?: string;
+  /** How faithfully the planner's API expresses the policy. */
+  policy_fidelity?: string;
+  /** A planner fault injected on purpose (`none` when clean). */
+  fault?: string;
+  /** The parameter the fault touches. */
+  fault_parameter?: string;
+}
+
+/** The harness planner's plan of the same maps, compared segment for segment. */
+export interface SecondOpinion {
+  /** The harness planner that re-planned (`parity <version>`). */
+  planner: string;
+  /** Whether it could re-plan (an unknown policy or a refused map cannot). */
+  available: boolean;
+  /** Every parameter's segments equal, in order. */
+  equal: boolean;
+  /** Parameters compared. */
+  parameters: number;
+  /** Parameters whose segments differ. */
+  differing_parameters: number;
+  /** The first difference, in one sentence. */
+  first_difference?: string;
+}
+
+/** One expert slot whose bytes differ between the executed plan and the reshard. */
+export interface SlotMismatch {
+  /** Target process. */
+  process: number;
+  /** Parameter name. */
+  parameter: string;
+  /** `module`, `fp32`, `exp_avg`, `exp_avg_sq`. */
+  kind: string;
+  /** Global expert the reshard holds in that slot. */
+  expert: number;
+  /** Local slot on the process. */
+  slot: number;
+  /** Logical region, `[e:e+1, 0:a, 0:b]`. */
+  region: string;
+  /** What differs: `bytes`, or the experts of each side when the slot holds another expert. */
+  detail: string;
+}
+
+/** The plan-execute check of one policy. */
+export interface PlanExecution {
+  /** The execute phase. */
+  phase: string;
+  /** The reshard resume it is compared with. */
+  against?: string;
+  /** PASS only when every slot of every kind agrees on every process. */
+  verdict: Verdict;
+  /** Slots compared (process × parameter × kind × slot). */
+  compared: number;
+  /** Kinds compared. */
+  kinds: string[];
+  /** Mismatching slots (at most 20 listed). */
+  mismatches: SlotMismatch[];
+  /** Mismatches in all. */
+  mismatch_count: number;
+  /** One sentence. */
+  reason: string;
 }
 
 /** What the repeated baselines say about the trainer's determinism. */

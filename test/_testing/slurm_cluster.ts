@@ -8,8 +8,8 @@
  * @module
  */
 
-import { join } from "node:path";
-import { PROJECT } from "./cli_harness.ts";
+import { dirname, join } from "node:path";
+import { CLI, denoCommand, PROJECT } from "./cli_harness.ts";
 
 /** What the probe found. */
 export interface SlurmProbe {
@@ -96,4 +96,111 @@ export async function jobState(jobId: string): Promise<string> {
 export async function queuedJobs(): Promise<string[]> {
   const text = await slurmOutput(["squeue", "-h", "-o", "%i"]);
   return text.split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
+}
+
+/** Partition of tools/slurm_cluster.sh whose nodes the failure tests may kill. */
+export const FAULTS_PARTITION = "faults";
+
+/** Nodes of a partition that can take jobs now. */
+export async function partitionNodes(partition: string): Promise<string[]> {
+  const text = await slurmOutput(["sinfo", "-h", "-N", "-p", partition, "-o", "%N %t"]);
+  return text.split("\n").map((l) => l.trim().split(/\s+/))
+    .filter(([name, state]) => name && /^(idle|mix|alloc)/.test(state ?? ""))
+    .map(([name]) => name);
+}
+
+/** The node list of a job as `scontrol show job` reports it (`""` while pending). */
+export async function jobNodes(jobId: string): Promise<string> {
+  const text = await slurmOutput(["scontrol", "show", "job", "-o", jobId]);
+  const nodes = text.match(/\sNodeList=(\S+)/)?.[1] ?? "";
+  return nodes === "(null)" ? "" : nodes;
+}
+
+/**
+ * Runs `tools/slurm_cluster.sh <args>` on the cluster the tests use (kill-node, start-node,
+ * net-down, net-up); throws with its output when it fails.
+ */
+export async function clusterTool(args: string[]): Promise<void> {
+  const out = await new Deno.Command(join(PROJECT, "tools/slurm_cluster.sh"), {
+    args,
+    env: { ...SLURM.env, PARITY_SLURM_DIR: dirname(SLURM.env.SLURM_CONF) },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    throw new Error(`tools/slurm_cluster.sh ${args.join(" ")} failed: ${text}`);
+  }
+}
+
+/** Waits until `check` holds, polling every 200 ms; throws after `ms`. */
+export async function waitFor(
+  check: () => Promise<boolean>,
+  what: string,
+  ms = 30_000,
+): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** A JSON file as an object. */
+export async function readJson(path: string): Promise<Record<string, unknown>> {
+  return JSON.parse(await Deno.readTextFile(path));
+}
+
+/** The job id the harness recorded for a phase of the newest run, once it has submitted. */
+export async function submittedJob(
+  results: string,
+  experiment: string,
+  phase: string,
+): Promise<string> {
+  let id = "";
+  await waitFor(async () => {
+    try {
+      for await (const run of Deno.readDir(join(results, experiment))) {
+        const path = join(results, experiment, run.name, "phases", phase, "slurm_job.json");
+        try {
+          id = String((await readJson(path)).job_id);
+          return true;
+        } catch { /* not yet */ }
+      }
+    } catch { /* no run folder yet */ }
+    return false;
+  }, `the ${phase} job to be submitted`);
+  return id;
+}
+
+/** `parity run <file> --results <results>` as a child the test can signal. */
+export function startHarness(file: string, results: string): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", CLI, "run", file, "--results", results],
+    cwd: PROJECT,
+    env: { NO_COLOR: "1", ...SLURM.env },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}
+
+/**
+ * An experiment of test/trainers/echo_trainer.ts on Slurm (its switches in `env`), 8 steps,
+ * save at 4, a native resume.
+ */
+export function echoExperiment(
+  name: string,
+  env: Record<string, string>,
+  timeout = 120,
+  executor: Record<string, unknown> = { kind: "slurm", poll: 0.5 },
+  trainer: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    name,
+    schedule: { steps: 8, save_at: 4 },
+    executor,
+    trainer: { command: denoCommand("echo_trainer.ts", `slurm-${name}`), timeout, env, ...trainer },
+    resume: { native: { from: "native" } },
+  };
 }
