@@ -7,6 +7,7 @@
  * @module
  */
 
+import { FULL_VERIFY_LIMIT_GIB } from "../pipeline/checkpoint_hashes.ts";
 import { Command } from "commander";
 import { imageBaseUrlProblem, renderRun, resolveRunDir } from "../report/mod.ts";
 import { runArtifactProblems } from "../pipeline/verify_run.ts";
@@ -24,6 +25,10 @@ export const reportCommand: Subcommand = (exit): Command =>
       "--image-base-url <url>",
       "URL where CI publishes the results folder: report.md links become absolute",
     )
+    .option(
+      "--verify-checkpoints",
+      `re-hash every checkpoint in full (default: only those up to ${FULL_VERIFY_LIMIT_GIB} GiB)`,
+    )
     .addHelpText(
       "after",
       examples(
@@ -31,7 +36,11 @@ export const reportCommand: Subcommand = (exit): Command =>
         "Reads summary.json, losses.csv, experiment.resolved.yaml and phases/* of the run.",
       ),
     )
-    .action(async function (this: Command, path: string, options: { imageBaseUrl?: string }) {
+    .action(async function (
+      this: Command,
+      path: string,
+      options: { imageBaseUrl?: string; verifyCheckpoints?: boolean },
+    ) {
       const problem = options.imageBaseUrl ? imageBaseUrlProblem(options.imageBaseUrl) : null;
       if (problem) return usageError(this, problem);
       let runDir: string;
@@ -41,7 +50,10 @@ export const reportCommand: Subcommand = (exit): Command =>
         printError("report", (error as Error).message);
         return exit(2);
       }
-      const problems = await runArtifactProblems(runDir);
+      const problems = await runArtifactProblems(
+        runDir,
+        options.verifyCheckpoints ? "full" : "auto",
+      );
       if (problems.length > 0) {
         for (const problem of problems) printError("report", problem, true);
         printError(

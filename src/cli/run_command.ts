@@ -7,6 +7,7 @@
  */
 
 import { dirname, resolve } from "node:path";
+import { FULL_VERIFY_LIMIT_GIB } from "../pipeline/checkpoint_hashes.ts";
 import { Command, type ParseOptionsResult } from "commander";
 import {
   formatValidationErrors,
@@ -44,6 +45,8 @@ export interface RunCommandOptions {
   goldens: string;
   /** The results folder's published URL (absolute image links in report.md). */
   imageBaseUrl?: string;
+  /** Re-hash every reused checkpoint, whatever its size. */
+  verifyCheckpoints?: boolean;
 }
 
 /** Marker a bare `--force` is rewritten to: re-run every phase. */
@@ -69,6 +72,10 @@ export const runCommand: Subcommand = (exit): Command => {
     .option(
       "--image-base-url <url>",
       "URL where CI publishes the results folder: report.md links become absolute",
+    )
+    .option(
+      "--verify-checkpoints",
+      `re-hash every reused checkpoint in full (default: only those up to ${FULL_VERIFY_LIMIT_GIB} GiB)`,
     )
     .addHelpText(
       "after",
@@ -124,6 +131,7 @@ async function runFiles(
     quiet: given.quiet ?? false,
     goldens: given.goldens,
     imageBaseUrl: given.imageBaseUrl ?? "",
+    verifyCheckpoints: given.verifyCheckpoints ?? false,
   };
   if (options.imageBaseUrl !== "") {
     const problem = imageBaseUrlProblem(options.imageBaseUrl);
@@ -199,6 +207,7 @@ async function runLoaded(
           harnessEnv: Deno.env.toObject(),
           goldensDir: resolve(options.goldens),
           imageBaseUrl: options.imageBaseUrl || undefined,
+          verifyCheckpoints: options.verifyCheckpoints ? "full" : "auto",
         }),
       );
       if (results.at(-1)!.summary.interrupted) break;

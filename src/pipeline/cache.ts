@@ -16,6 +16,11 @@ import { PROJECT_DIR } from "../presets/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import { sha256Hex } from "./manifest.ts";
 import { type OutputHashes, outputsChanged } from "./output_hashes.ts";
+import {
+  checkpointChanged,
+  type CheckpointHashes,
+  type CheckpointVerifyMode,
+} from "./checkpoint_hashes.ts";
 import { listRuns, pathExists, readJsonIfExists } from "./run_store.ts";
 import type { PhaseSummary } from "../types/summary.ts";
 
@@ -39,6 +44,8 @@ export interface PhaseRecord extends PhaseSummary {
   artifacts_pruned?: boolean;
   /** Content hashes of its metrics and plan outputs, recorded at completion. */
   output_hashes?: OutputHashes;
+  /** Split and convert: content hashes of every checkpoint file, recorded at completion. */
+  checkpoint_hashes?: CheckpointHashes;
 }
 
 /** A reusable earlier phase. */
@@ -167,6 +174,17 @@ async function artifactsPresent(record: PhaseRecord): Promise<boolean> {
   return await pathExists(o.metrics);
 }
 
+/** Why a split's or convert's checkpoint cannot be trusted, or null when it can. */
+export async function checkpointProblem(
+  phaseDir: string,
+  record: PhaseRecord,
+  verify: CheckpointVerifyMode,
+): Promise<string | null> {
+  if (!PRUNABLE.has(record.role)) return null;
+  if (record.checkpoint_hashes === undefined) return "its phase.json records no checkpoint hashes";
+  return await checkpointChanged(phaseDir, record.checkpoint_hashes, verify);
+}
+
 /** Roles whose checkpoints `gc` and `keep_checkpoints` may delete while other phases are cached. */
 const PRUNABLE = new Set(["split", "convert"]);
 
@@ -174,8 +192,9 @@ const PRUNABLE = new Set(["split", "convert"]);
  * Finds the newest earlier completed phase with the same key among the experiment's runs,
  * preferring one whose artifacts are all there; a split or convert whose checkpoint was pruned
  * comes back marked `artifactsMissing` when no complete one exists. A phase folder without its
- * completion marker (phase.json, written last) never matches, nor does one whose outputs no
- * longer match the content hashes recorded at completion; `onRejected` hears why.
+ * completion marker (phase.json, written last) never matches, nor does one whose outputs or
+ * checkpoint files no longer match the content hashes recorded at completion (checked as
+ * `verify` says: {@linkcode checkpointChanged}); `onRejected` hears why.
  */
 export async function findCachedPhase(
   experimentDir: string,
@@ -183,6 +202,7 @@ export async function findCachedPhase(
   key: string,
   currentRunDir: string,
   onRejected?: (runDir: string, reason: string) => void,
+  verify: CheckpointVerifyMode = "auto",
 ): Promise<CacheHit | undefined> {
   const runs = (await listRuns(experimentDir)).reverse();
   let pruned: CacheHit | undefined;
@@ -207,7 +227,12 @@ export async function findCachedPhase(
       onRejected?.(runDir, changed);
       continue;
     }
-    if (await artifactsPresent(record)) return hit;
+    if (await artifactsPresent(record)) {
+      const damaged = await checkpointProblem(hit.phaseDir, record, verify);
+      if (damaged === null) return hit;
+      onRejected?.(runDir, damaged);
+      continue;
+    }
     if (!pruned && PRUNABLE.has(record.role)) pruned = { ...hit, artifactsMissing: true };
   }
   return pruned;

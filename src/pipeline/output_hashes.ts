@@ -13,7 +13,7 @@ import { sha256Hex } from "./manifest.ts";
 /** `phase-folder-relative path → sha256` of a phase's judged outputs. */
 export type OutputHashes = Record<string, string>;
 
-/** The output fields of a phase.json that are hashed (checkpoints are too large: marker only). */
+/** The output fields of a phase.json hashed here (checkpoints: checkpoint_hashes.ts). */
 export interface HashedOutputs {
   /** Metrics file or folder. */
   metrics?: string;

@@ -25,6 +25,11 @@ import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
 import { writeJsonAtomic } from "./run_store.ts";
 import { attachEarlierJob, infraRetry, runSlurmAttempt, slurmSummary } from "./slurm_phase.ts";
 import { hashPhaseOutputs, notReused } from "./output_hashes.ts";
+import {
+  type CheckpointVerifyMode,
+  hashCheckpoints,
+  warmCheckpointHasher,
+} from "./checkpoint_hashes.ts";
 
 /** Where a phase stands during a run. */
 export interface PhaseState {
@@ -62,6 +67,8 @@ export interface PhaseContext {
   progress: Progress;
   /** Every phase's state by name. */
   states: Map<string, PhaseState>;
+  /** How reused checkpoints are checked (`full` with `--verify-checkpoints`). */
+  verifyCheckpoints: CheckpointVerifyMode;
 }
 
 function round3(x: number): number {
@@ -103,7 +110,14 @@ async function consumersCovered(
     if (!state.spec.consumes.includes(name)) continue;
     const isSelected = selected.has(state.spec.name);
     if (state.forced && isSelected) return false;
-    const hit = await findCachedPhase(ctx.experimentDir, state.spec.name, state.key, ctx.runDir);
+    const hit = await findCachedPhase(
+      ctx.experimentDir,
+      state.spec.name,
+      state.key,
+      ctx.runDir,
+      undefined,
+      ctx.verifyCheckpoints,
+    );
     if (!hit) {
       if (isSelected) return false;
       continue;
@@ -135,6 +149,7 @@ export async function executePhase(
       state.key,
       ctx.runDir,
       (run, reason) => ctx.progress.note(notReused(spec.name, run, reason)),
+      ctx.verifyCheckpoints,
     );
     // A producer whose checkpoint was pruned is reused only when no phase will read it.
     if (hit && (!hit.artifactsMissing || (await consumersCovered(spec.name, ctx, selected)))) {
@@ -203,6 +218,7 @@ async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): 
     reused_wall_s: hit.record.wall_s,
     outputs: { ...hit.record.outputs, dir: hit.phaseDir },
     output_hashes: hit.record.output_hashes,
+    checkpoint_hashes: hit.record.checkpoint_hashes,
   });
   ctx.progress.phaseEnd(
     spec.name,
@@ -225,6 +241,8 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
   await writeJsonAtomic(ctx.manifestPath, ctx.manifest);
 
   const startedAt = new Date();
+  // The checkpoint is hashed once the child is done: compile the hash meanwhile.
+  const warm = spec.role === "split" || spec.role === "convert" ? warmCheckpointHasher() : null;
   const retries: { attempt: number; matched: string; message: string }[] = [];
   let attempt = 1;
   let result;
@@ -278,6 +296,19 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
       message = `plan rejected by the verifier: ${state.plan.error}`;
     }
   }
+  // Hashed before phase.json (the completion marker) is written: a kill meanwhile leaves an
+  // incomplete phase, never a checkpoint recorded without its hashes.
+  const checkpointRoots = status !== "ok"
+    ? []
+    : spec.role === "split"
+    ? [paths.checkpointDir!]
+    : spec.role === "convert"
+    ? [paths.universal!]
+    : [];
+  await warm;
+  const checkpointHashes = checkpointRoots.length > 0
+    ? await hashCheckpoints(paths.dir, checkpointRoots)
+    : undefined;
   const summary: PhaseSummary = {
     ...baseSummary(state),
     status,
@@ -307,6 +338,7 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
       plan: paths.planOut,
       state: paths.stateFile,
     }),
+    ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
   });
   progress.phaseEnd(spec.name, status, summary.wall_s, message);
 }

@@ -22,6 +22,8 @@ import { appendHistory, renderRun } from "../report/mod.ts";
 import { describeEnvironmentError } from "./environment_error.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 import { quarantineIncomplete } from "./cache.ts";
+import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
+import { removeStrayTemporaries } from "./stray_temporaries.ts";
 import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
@@ -72,6 +74,8 @@ export interface RunOptions {
   goldensDir?: string;
   /** The results folder's published URL, for absolute links in report.md (`--image-base-url`). */
   imageBaseUrl?: string;
+  /** Re-hash every reused checkpoint, however large (`--verify-checkpoints`; default `auto`). */
+  verifyCheckpoints?: CheckpointVerifyMode;
 }
 
 /** Outcome of one experiment run. */
@@ -141,6 +145,7 @@ async function runLocked(
 
   await Deno.mkdir(join(runDir, "phases"), { recursive: true });
   for (const note of await quarantineIncomplete(experimentDir, runDir)) progress.note(note);
+  for (const note of await removeStrayTemporaries(experimentDir, runDir)) progress.note(note);
   await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), writtenYaml);
   const hashes: Record<string, string> = {
     "experiment.resolved.yaml": await sha256Hex(writtenYaml),
@@ -179,6 +184,7 @@ async function runLocked(
     manifestPath,
     progress,
     states,
+    verifyCheckpoints: options.verifyCheckpoints ?? "auto",
   };
   progress.runStart(exp.name, runDir, selected.size);
   for (const warning of plan.warnings) progress.note(`warning: ${warning.message}`);

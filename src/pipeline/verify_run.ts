@@ -7,15 +7,20 @@
  */
 
 import { join } from "node:path";
-import type { PhaseRecord } from "./cache.ts";
+import { checkpointProblem, type PhaseRecord } from "./cache.ts";
+import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { sha256Hex } from "./manifest.ts";
 import { outputsChanged } from "./output_hashes.ts";
 
 /**
  * Problems of `runDir`, one sentence each (empty when the artifacts match what was recorded).
- * Phases without recorded hashes (runs made before hashes existed) are not checked.
+ * Phases without recorded hashes (runs made before hashes existed) are not checked; checkpoints
+ * are checked as `verify` says (a pruned one is not checked: the run's verdict never read it).
  */
-export async function runArtifactProblems(runDir: string): Promise<string[]> {
+export async function runArtifactProblems(
+  runDir: string,
+  verify: CheckpointVerifyMode = "auto",
+): Promise<string[]> {
   const problems: string[] = [...await summaryShapeProblems(runDir)];
   const resolved = await resolvedExperimentProblem(runDir);
   if (resolved !== null) problems.push(resolved);
@@ -40,6 +45,9 @@ export async function runArtifactProblems(runDir: string): Promise<string[]> {
     const phaseDir = record.outputs?.dir ?? join(runDir, "phases", entry.name);
     const changed = await outputsChanged(phaseDir, record.outputs, record.output_hashes);
     if (changed !== null) problems.push(`phase ${entry.name}: ${changed}`);
+    if (record.checkpoint_hashes === undefined) continue;
+    const damaged = await checkpointProblem(phaseDir, record, verify);
+    if (damaged !== null) problems.push(`phase ${entry.name}: ${damaged}`);
   }
   return problems;
 }

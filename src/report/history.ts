@@ -128,8 +128,22 @@ export async function appendHistory(
     header,
     columns: [...HISTORY_COLUMNS],
   });
-  await Deno.writeTextFile(path, csv, { append: true });
+  await _appendWhole(path, csv);
   return path;
+}
+
+/**
+ * Appends `text`, or nothing: a write cut short (a full disk) is truncated away again, so
+ * history.csv never keeps half a row.
+ */
+async function _appendWhole(path: string, text: string): Promise<void> {
+  const size = await Deno.stat(path).then((info) => info.size, () => 0);
+  try {
+    await Deno.writeTextFile(path, text, { append: true });
+  } catch (error) {
+    await Deno.truncate(path, size).catch(() => {});
+    throw error;
+  }
 }
 
 /**
