@@ -49,7 +49,7 @@ want="$(printf '%s\n' "$ds_pin" "cuda=$cuda" | cat "$req" "${BASH_SOURCE[0]}" - 
 if [[ $force == 1 ]]; then rm -rf "$venv"; fi
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] &&
   "$venv/bin/python" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec('torch') and u.find_spec('deepspeed')))' >/dev/null 2>&1; then
-  cpu_adam_built || build_cpu_adam
+  [[ -n "$deepspeed" ]] || cpu_adam_built || build_cpu_adam
   echo "setup_deepspeed: $venv is up to date ($(cut -c1-12 "$stamp"))"
   exit 0
 fi
@@ -81,6 +81,6 @@ assert deepspeed.__version__ == os.environ["PARITY_DS"], deepspeed.__version__
 assert importlib.util.find_spec("deepspeed.module_inject.auto_ep") is not None, "this DeepSpeed has no AutoEP"
 print(f"setup_deepspeed: torch=={torch.__version__}, deepspeed=={deepspeed.__version__}")
 PY
-build_cpu_adam
+[[ -n "$deepspeed" ]] || build_cpu_adam  # the seed optimizer runs under the main venv only
 echo "$want" >"$stamp"
 echo "setup_deepspeed: done in $(($(date +%s) - start)) s"
