@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Creates .venv-deepspeed/ at the repository root with the pins of adapters/deepspeed/requirements.txt:
 # torch==2.13.0 (CPU wheel) first, then DeepSpeed without pre-built ops (DS_BUILD_OPS=0) and its deps,
-# then builds DeepSpeed's cpu_adam op once (the seed's optimizer; JIT-cached under
-# ${TORCH_EXTENSIONS_DIR:-~/.cache/torch_extensions}).
+# then builds DeepSpeed's CPU ops once into <venv>/torch_extensions/ (the TORCH_EXTENSIONS_DIR the
+# deepspeed preset gives every phase): deepspeed_shm_comm (every CPU launch loads it) and cpu_adam
+# (the seed's optimizer, main venv only). One folder per venv: two venvs sharing torch's default
+# cache would rebuild each other's ops at every switch (the compiler flags name the venv).
 # Idempotent: a stamp file holds the sha256 of the requirements file, this script and the options;
 # when it matches and the venv's python imports deepspeed, nothing is done (well under a second).
 #   bash tools/setup_deepspeed.sh                     # create or verify .venv-deepspeed/
@@ -33,23 +35,29 @@ venv="$root/.venv-deepspeed${deepspeed:+-$deepspeed}"
 stamp="$venv/.parity-stamp"
 ds_pin="$(grep -E '^deepspeed==' "$req")"
 [[ -n "$deepspeed" ]] && ds_pin="deepspeed==$deepspeed"
-ext_dir="${TORCH_EXTENSIONS_DIR:-$HOME/.cache/torch_extensions}"
+ext_dir="$venv/torch_extensions"
 
-# The cpu_adam op (DeepSpeedCPUAdam), JIT-built by torch with ninja + g++. torch finds ninja through
-# PATH (it runs `ninja --version`), so the venv's own ninja goes first on PATH here.
-build_cpu_adam() {
+# DeepSpeed's JIT ops, built by torch with ninja + g++. torch finds ninja through PATH (it runs
+# `ninja --version`), so the venv's own ninja goes first on PATH here; at run time a cached op
+# still needs a ninja on PATH (the machine's, or the venv's bin/ first on PATH).
+build_op() { # <op builder class> <name>
   local t0=$SECONDS
-  PATH="$venv/bin:$PATH" DS_ACCELERATOR=cpu "$venv/bin/python" -c \
-    'from deepspeed.ops.op_builder import CPUAdamBuilder; CPUAdamBuilder().load()' >/dev/null
-  echo "setup_deepspeed: cpu_adam op ready in $((SECONDS - t0)) s (cached under $ext_dir)"
+  PATH="$venv/bin:$PATH" TORCH_EXTENSIONS_DIR="$ext_dir" DS_ACCELERATOR=cpu "$venv/bin/python" -c \
+    "from deepspeed.ops.op_builder.cpu import $1; $1().load()" >/dev/null 2>&1 ||
+    { echo "setup_deepspeed: building DeepSpeed's $2 op failed (g++ and ninja needed)" >&2; return 1; }
+  echo "setup_deepspeed: $2 op ready in $((SECONDS - t0)) s ($ext_dir)"
 }
-cpu_adam_built() { compgen -G "$ext_dir/*/cpu_adam/cpu_adam.so" >/dev/null; }
+build_ops() {
+  [[ -f "$ext_dir/deepspeed_shm_comm/deepspeed_shm_comm.so" ]] || build_op ShareMemCommBuilder deepspeed_shm_comm
+  # The seed optimizer runs under the main venv only.
+  [[ -n "$deepspeed" || -f "$ext_dir/cpu_adam/cpu_adam.so" ]] || build_op CPUAdamBuilder cpu_adam
+}
 
 want="$(printf '%s\n' "$ds_pin" "cuda=$cuda" | cat "$req" "${BASH_SOURCE[0]}" - | sha256sum | cut -d' ' -f1)"
 if [[ $force == 1 ]]; then rm -rf "$venv"; fi
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] &&
   "$venv/bin/python" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec('torch') and u.find_spec('deepspeed')))' >/dev/null 2>&1; then
-  [[ -n "$deepspeed" ]] || cpu_adam_built || build_cpu_adam
+  build_ops
   echo "setup_deepspeed: $venv is up to date ($(cut -c1-12 "$stamp"))"
   exit 0
 fi
@@ -81,6 +89,6 @@ assert deepspeed.__version__ == os.environ["PARITY_DS"], deepspeed.__version__
 assert importlib.util.find_spec("deepspeed.module_inject.auto_ep") is not None, "this DeepSpeed has no AutoEP"
 print(f"setup_deepspeed: torch=={torch.__version__}, deepspeed=={deepspeed.__version__}")
 PY
-[[ -n "$deepspeed" ]] || build_cpu_adam  # the seed optimizer runs under the main venv only
+build_ops
 echo "$want" >"$stamp"
 echo "setup_deepspeed: done in $(($(date +%s) - start)) s"

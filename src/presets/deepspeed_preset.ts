@@ -189,11 +189,15 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
   phaseCodeInputs: ({ args }) =>
     deepspeedVenv(args) === DEEPSPEED_VENV ? [] : [join(deepspeedVenv(args), ".parity-stamp")],
   argv: deepspeedArgv,
-  env: ({ args }): Record<string, string> =>
-    args.accelerator === "cuda"
+  env: ({ args }): Record<string, string> => ({
+    // DeepSpeed's JIT ops live in the venv, built once by tools/setup_deepspeed.sh (two venvs
+    // sharing one folder would rebuild each other's ops).
+    TORCH_EXTENSIONS_DIR: join(deepspeedVenv(args), "torch_extensions"),
+    ...(args.accelerator === "cuda"
       // Deterministic cuBLAS, which torch.use_deterministic_algorithms(True) requires on CUDA.
       ? { DS_ACCELERATOR: "cuda", CUBLAS_WORKSPACE_CONFIG: ":4096:8" }
-      : { DS_ACCELERATOR: "cpu", OMP_NUM_THREADS: "1" },
+      : { DS_ACCELERATOR: "cpu", OMP_NUM_THREADS: "1" }),
+  }),
   environmentProblem: (argSets = []) => {
     if (!existsSync(PYTHON)) {
       return "the deepspeed preset needs its Python environment: run `deno task setup-deepspeed` " +
