@@ -37,12 +37,15 @@ ds_pin="$(grep -E '^deepspeed==' "$req")"
 [[ -n "$deepspeed" ]] && ds_pin="deepspeed==$deepspeed"
 ext_dir="$venv/torch_extensions"
 
-# DeepSpeed's JIT ops, built by torch with ninja + g++. torch finds ninja through PATH (it runs
-# `ninja --version`), so the venv's own ninja goes first on PATH here; at run time a cached op
-# still needs a ninja on PATH (the machine's, or the venv's bin/ first on PATH).
+# DeepSpeed's JIT ops, built by torch with ninja + g++. torch runs `ninja` through PATH, at build
+# time and again at every load of a cached op (ninja decides nothing is to be done), so the build
+# uses the very ninja the phases will find on PATH: the venv's pip ninja would write a .ninja_log
+# of a newer format, which the machine's ninja then rejects and rebuilds everything (seen here).
 build_op() { # <op builder class> <name>
   local t0=$SECONDS
-  PATH="$venv/bin:$PATH" TORCH_EXTENSIONS_DIR="$ext_dir" DS_ACCELERATOR=cpu "$venv/bin/python" -c \
+  command -v ninja >/dev/null ||
+    { echo "setup_deepspeed: DeepSpeed's ops need ninja on PATH (Debian: apt-get install ninja-build)" >&2; return 1; }
+  TORCH_EXTENSIONS_DIR="$ext_dir" DS_ACCELERATOR=cpu "$venv/bin/python" -c \
     "from deepspeed.ops.op_builder.cpu import $1; $1().load()" >/dev/null 2>&1 ||
     { echo "setup_deepspeed: building DeepSpeed's $2 op failed (g++ and ninja needed)" >&2; return 1; }
   echo "setup_deepspeed: $2 op ready in $((SECONDS - t0)) s ($ext_dir)"
