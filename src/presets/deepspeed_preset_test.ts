@@ -20,18 +20,21 @@ Deno.test("deepspeed preset: every script flag it passes is one train_moe.py def
   }
 });
 
+/** The placeholder values of a trainer phase that neither saves nor resumes. */
+const PHASE_VARS = {
+  steps: "100",
+  stop_at: "100",
+  seed: "1",
+  metrics_file: "/r/m.jsonl",
+  run_dir: "/r",
+  save_at: "",
+  checkpoint_dir: "",
+  resume_from: "",
+  resume_kind: "",
+};
+
 Deno.test("deepspeed preset: a phase is torchrun + the script, with the run's flags", () => {
-  const vars = {
-    steps: "100",
-    stop_at: "100",
-    seed: "1",
-    metrics_file: "/r/m.jsonl",
-    run_dir: "/r",
-    save_at: "",
-    checkpoint_dir: "",
-    resume_from: "/r/c/global_step50",
-    resume_kind: "universal",
-  };
+  const vars = { ...PHASE_VARS, resume_from: "/r/c/global_step50", resume_kind: "universal" };
   const argv = DEEPSPEED_PRESET.argv({
     tool: "trainer",
     vars,
@@ -64,19 +67,7 @@ Deno.test("deepspeed preset: a phase is torchrun + the script, with the run's fl
 });
 
 Deno.test("deepspeed preset: args.venv picks the phase's environment, its stamp joins the key", () => {
-  const vars = {
-    steps: "100",
-    stop_at: "100",
-    seed: "1",
-    metrics_file: "/r/m.jsonl",
-    run_dir: "/r",
-    save_at: "",
-    checkpoint_dir: "",
-    resume_from: "",
-    resume_kind: "",
-    native: "/n",
-    universal: "/u",
-  };
+  const vars = { ...PHASE_VARS, native: "/n", universal: "/u" };
   const ctx = (tool: "trainer" | "converter", args: Record<string, unknown>) => ({
     tool,
     vars,
