@@ -9,7 +9,11 @@ comes from the PARITY_* environment the harness sets (see the README's trainer c
 PARITY_* value can also be given as a flag for runs by hand (flags win). docs/deepspeed.md has the
 flags, the phases by hand and the facts measured with this script.
 
-The model's module tree is the one AutoEP's ``mixtral`` preset detects: ``model.layers.<i>.mlp``
+``--model`` picks the model (models.py): ``moe``, the default, is the hand-built one below;
+``deepseek_v3`` and ``mixtral`` are tiny Hugging Face models built in code. ``--optimizer`` picks
+torch AdamW or DeepSpeedCPUAdam (optimizers.py).
+
+The hand-built model's module tree is the one AutoEP's ``mixtral`` preset detects: ``model.layers.<i>.mlp``
 with a ``gate`` Linear(hidden -> experts, no bias) and ``experts`` holding fused 3-D
 ``gate_up_proj [E, 2*ffn, hidden]`` and ``down_proj [E, hidden, ffn]``, and a ``config`` with
 ``num_local_experts`` / ``num_experts_per_tok``. DeepSpeed replaces each ``mlp`` by its AutoEP layer.
