@@ -1,6 +1,7 @@
 /**
  * The seed's own stack under the harness with real DeepSpeed: the seed experiment on Hugging Face
- * DeepseekV3 (Moonlight's class) with both optimizers, the 0.19.7 → 0.19.8 cross-version resume,
+ * DeepseekV3 (Moonlight's class) with both optimizers, CPU-Adam's resume difference after an early
+ * save, the 0.19.7 → 0.19.8 cross-version resume,
  * and the dry path of `tools/gpu_check.sh`. The first two need `.venv-deepspeed/` and
  * `.venv-deepspeed-0.19.7/` (`deno task setup-deepspeed`, `tools/setup_deepspeed.sh --deepspeed
  * 0.19.7`): CI creates both and these tests fail there without them; elsewhere they are ignored,
@@ -66,15 +67,38 @@ Deno.test({
     assert.deepEqual(differing(adamw, "resume-universal-fixed"), []);
     assert.equal(comparison(adamw, "baseline~resume-ep1").lane, "drift");
 
-    // DeepSpeedCPUAdam with ZeRO-3 offload: every digest equal at load, yet the resumed steps
-    // differ (the C++ optimizer's beta powers); priming them makes the resume exact.
+    // DeepSpeedCPUAdam with ZeRO-3 offload, saved after step 50: bit-identical resumes (its
+    // beta-power difference is too small to change a rounded bias correction this late; the next
+    // test saves early) — the same judgement the harness would give a regression.
     const cpu = await latestSummary(results, "deepspeed-seed-moonlight-tiny@optimizer=cpu_adam");
-    const native = comparison(cpu, "baseline~resume-native");
-    assert.equal(native.verdict, "FAIL", "CPU-Adam's native resume is not bit-identical");
-    assert.ok((native.first_divergent_step ?? 0) > 51, `${native.first_divergent_step}`);
-    assert.deepEqual(differing(cpu, "resume-native"), [], "loaded state equals saved state");
+    assert.equal(cpu.verdict, "PASS", JSON.stringify(cpu.findings ?? []));
+    for (const name of ["baseline~resume-native", "baseline~resume-universal"]) {
+      assert.equal(comparison(cpu, name).lane, "exact", name);
+    }
     assert.deepEqual(differing(cpu, "resume-universal"), []);
-    assert.equal(comparison(cpu, "baseline~resume-universal-fixed").verdict, "PASS");
+  },
+});
+
+Deno.test({
+  name:
+    "deepspeed CPU-Adam: a resume after an early save diverges with every restored digest equal",
+  ignore: missing(venvs.main),
+  async fn() {
+    assertVenv(venvs.main);
+    const file = join(PROJECT, "experiments/deepspeed/cpu_adam_beta_power.yaml");
+    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(run.code, 1, `CPU-Adam's resume FAILs\n${run.stderr.slice(-3000)}`);
+    const s = await latestSummary(results, "deepspeed-cpu-adam-beta-power");
+    const native = comparison(s, "baseline~resume-native");
+    assert.equal(native.verdict, "FAIL");
+    assert.equal(native.lane, "exact");
+    assert.ok((native.first_divergent_step ?? 0) > 7, `${native.first_divergent_step}`);
+    assert.deepEqual(
+      differing(s, "resume-native"),
+      [],
+      "the difference is in no checkpointed state",
+    );
+    assert.equal(comparison(s, "baseline~resume-native-primed").verdict, "PASS");
   },
 });
 
