@@ -467,9 +467,27 @@ def _full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int,
 def _expert_layout(param: Any) -> Optional[Dict[str, Any]]:
     try:
         from deepspeed.checkpoint.constants import DS_AUTOEP_UC_META
-    except ImportError:  # pragma: no cover
-        return None
+    except ImportError:  # DeepSpeed before 0.19.8
+        return _legacy_expert_layout(param)
     return getattr(param, DS_AUTOEP_UC_META, None)
+
+
+def _legacy_expert_layout(param: Any) -> Optional[Dict[str, Any]]:
+    """The placement of an expert parameter when DeepSpeed attaches none (0.19.7 has no
+    ``ds_autoep_uc_meta``): an expert-parallel parameter (``allreduce=False`` with a ``group_name``)
+    whose local experts are placed uniformly and contiguously — EP rank r holds experts
+    ``r*L .. r*L+L-1`` — which is also what 0.19.8 assumes when it loads such a checkpoint. Without
+    it the digests of a 0.19.7 phase would hash each rank's local shard, not the logical tensor, and
+    never match a 0.19.8 phase's."""
+    if getattr(param, "allreduce", True) or not hasattr(param, "group_name"):
+        return None
+    import torch.distributed as tdist
+    group = _ep_group(param)
+    ep_size, ep_rank = tdist.get_world_size(group=group), tdist.get_rank(group=group)
+    shape = list(getattr(param, "ds_shape", None) or param.shape)
+    local = shape[0]
+    return {"local_experts": list(range(ep_rank * local, (ep_rank + 1) * local)),
+            "logical_shape": [local * ep_size, *shape[1:]]}
 
 
 def _ep_group(param: Any) -> Any:
