@@ -258,7 +258,11 @@ Deno.test({
     const out = await new Deno.Command(PYTHON, {
       args: ["-m", "pytest", "-q", "-p", "no:cacheprovider", join(PROJECT, "adapters/deepspeed")],
       cwd: PROJECT,
-      env: { DS_ACCELERATOR: "cpu" },
+      // The venv's own op cache (tools/setup_deepspeed.sh built the ops there).
+      env: {
+        DS_ACCELERATOR: "cpu",
+        TORCH_EXTENSIONS_DIR: join(PROJECT, ".venv-deepspeed/torch_extensions"),
+      },
       stdout: "piped",
       stderr: "piped",
     }).output();

@@ -98,6 +98,7 @@ Deno.test("parity plan expands the GPU seed experiment into torchrun, offload an
     "baseline",
     "split",
     "resume-native",
+    "resume-native-primed",
     "convert",
     "resume-universal",
   ]);
@@ -111,6 +112,9 @@ Deno.test("parity plan expands the GPU seed experiment into torchrun, offload an
   assert.equal(flag("--resume-kind"), "universal", "the script sets load_universal from it");
   assert.equal(universal.env.DS_ACCELERATOR, "cuda");
   assert.equal(universal.env.CUBLAS_WORKSPACE_CONFIG, ":4096:8");
+  assert.equal(flag("--model"), "deepseek_v3", "the seed model's class");
+  assert.equal(flag("--optimizer"), "cpu_adam", "the seed's optimizer");
+  assert.ok(universal.env.TORCH_EXTENSIONS_DIR.endsWith(".venv-deepspeed/torch_extensions"));
   const convert = preview.phases.find((p) => p.name === "convert")!;
   assert.ok(convert.argv.includes("deepspeed.checkpoint.ds_to_universal"));
 });

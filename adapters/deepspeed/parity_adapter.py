@@ -39,7 +39,8 @@ Digest components (each a 16-hex SHA-256 prefix; a failing state check names the
 ``optimizer_step``  Adam's own step counters (the optimizer state's ``step``, not ``global_steps``),
                     and whether entries share one step tensor (see ``optimizer_step_state``)
 ``lr_scheduler``    the LR scheduler's ``state_dict()``
-``rng``             python ``random``, numpy, torch CPU (and CUDA when present) generator states
+``rng``             python ``random``, numpy and torch CPU generator states (a rank's CUDA generator
+                    is saved and restored, but not digested: it is per-device state)
 ``data``            the data sampler's state (position), when the script passes it
 
 Tensors are hashed one logical parameter at a time (gathered, hashed, dropped), keyed by the
@@ -224,7 +225,7 @@ class Parity:
             rank, world = _rank_and_world()
             if len(states) == world:
                 mine = states[rank]
-            elif all(digest_json(s) == digest_json(states[0]) for s in states):
+            elif all(_replicated_rng(s) == _replicated_rng(states[0]) for s in states):
                 mine = states[0]
             else:
                 raise RuntimeError(f"RNG states of {len(states)} ranks differ and cannot be mapped onto "
@@ -273,7 +274,9 @@ def _gather_objects(obj: Any) -> List[Any]:
 
 
 def rng_state() -> Dict[str, Any]:
-    """This process's RNG states: python ``random``, numpy, torch CPU, and CUDA when present."""
+    """This process's RNG states: python ``random``, numpy, torch CPU, and the current CUDA device's
+    generator when CUDA is present (one device per rank: the other visible devices' generators are
+    not this rank's, and differ with the world size)."""
     import random
     import torch
     state: Dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
@@ -283,7 +286,7 @@ def rng_state() -> Dict[str, Any]:
     except ImportError:  # pragma: no cover
         pass
     if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
+        state["cuda"] = torch.cuda.get_rng_state()
     return state
 
 
@@ -296,27 +299,32 @@ def set_rng_state(state: Mapping[str, Any]) -> None:
         import numpy
         numpy.random.set_state(state["numpy"])
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state(state["cuda"])
 
 
 def rng_digest() -> str:
     """Digest of the RNG states of every rank: of one state when all ranks agree (replicated RNG,
     so the digest is topology-independent), else of the per-rank list. Call on every rank."""
-    mine = digest_json(_rng_for_digest(rng_state()))
+    mine = _replicated_rng(rng_state())
     every = _gather_objects(mine)
     return mine if len(set(every)) == 1 else digest_json(every)
+
+
+def _replicated_rng(state: Mapping[str, Any]) -> str:
+    """Digest of the generators that can be replicated across ranks (all but CUDA's)."""
+    return digest_json(_rng_for_digest(state))
 
 
 def _rng_for_digest(state: Mapping[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for key, value in state.items():
+        if key == "cuda":  # per device, so per rank: restored, never part of the digest
+            continue
         if key == "numpy":
             name, keys, pos, has_gauss, cached = value
             out[key] = [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]
         elif key in ("torch",):
             out[key] = hashlib.sha256(value.numpy().tobytes()).hexdigest()
-        elif key == "cuda":
-            out[key] = [hashlib.sha256(t.numpy().tobytes()).hexdigest() for t in value]
         else:
             out[key] = value
     return out
@@ -331,6 +339,15 @@ def _hash_tensor(h: "hashlib._Hash", name: str, tensor: Any) -> None:
     h.update(name.encode())
     h.update(repr(tuple(t.shape)).encode())
     h.update(t.numpy().tobytes())
+
+
+def _comm_device() -> Any:
+    """Where tensors of a collective must live: the current CUDA device under NCCL, else the CPU."""
+    import torch
+    import torch.distributed as tdist
+    if tdist.is_available() and tdist.is_initialized() and tdist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def _base_optimizer(engine: Any) -> Any:
@@ -409,8 +426,8 @@ def _full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int,
         return param._z3_optimizer.get_full_hp_param(param, key).float().view(param.ds_shape)
     mapping = getattr(param, "_hp_mapping", None)
     if hasattr(param, "_hp_mapping"):  # ZeRO-1/2 and the bf16 optimizer
-        buf = torch.zeros(param.numel(), dtype=torch.float32, device=param.device)
-        absent = torch.zeros(1)
+        buf = torch.zeros(param.numel(), dtype=torch.float32, device=_comm_device())
+        absent = torch.zeros(1, device=buf.device)
         if mapping is not None:
             frag = mapping.hp_fragment
             if key is not None:
@@ -450,9 +467,27 @@ def _full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int,
 def _expert_layout(param: Any) -> Optional[Dict[str, Any]]:
     try:
         from deepspeed.checkpoint.constants import DS_AUTOEP_UC_META
-    except ImportError:  # pragma: no cover
-        return None
+    except ImportError:  # DeepSpeed before 0.19.8
+        return _legacy_expert_layout(param)
     return getattr(param, DS_AUTOEP_UC_META, None)
+
+
+def _legacy_expert_layout(param: Any) -> Optional[Dict[str, Any]]:
+    """The placement of an expert parameter when DeepSpeed attaches none (0.19.7 has no
+    ``ds_autoep_uc_meta``): an expert-parallel parameter (``allreduce=False`` with a ``group_name``)
+    whose local experts are placed uniformly and contiguously — EP rank r holds experts
+    ``r*L .. r*L+L-1`` — which is also what 0.19.8 assumes when it loads such a checkpoint. Without
+    it the digests of a 0.19.7 phase would hash each rank's local shard, not the logical tensor, and
+    never match a 0.19.8 phase's."""
+    if getattr(param, "allreduce", True) or not hasattr(param, "group_name"):
+        return None
+    import torch.distributed as tdist
+    group = _ep_group(param)
+    ep_size, ep_rank = tdist.get_world_size(group=group), tdist.get_rank(group=group)
+    shape = list(getattr(param, "ds_shape", None) or param.shape)
+    local = shape[0]
+    return {"local_experts": list(range(ep_rank * local, (ep_rank + 1) * local)),
+            "logical_shape": [local * ep_size, *shape[1:]]}
 
 
 def _ep_group(param: Any) -> Any:
@@ -479,10 +514,11 @@ def _logical(param: Any, local_full: Any) -> Any:
     tdist.all_gather_object(experts, list(meta["local_experts"]), group=group)
     counts = [len(e) for e in experts]
     width = max(counts)
-    padded = torch.zeros([width, *logical_shape[1:]], dtype=torch.float32)
+    padded = torch.zeros([width, *logical_shape[1:]], dtype=torch.float32, device=_comm_device())
     padded[:local_full.shape[0]].copy_(local_full)
     pieces = [torch.empty_like(padded) for _ in range(ep_size)]
     tdist.all_gather(pieces, padded, group=group)
+    pieces = [piece.cpu() for piece in pieces]
     out = torch.full(logical_shape, float("nan"), dtype=torch.float32)
     for rank_experts, piece in zip(experts, pieces):
         for i, e in enumerate(rank_experts):

@@ -9,7 +9,11 @@ comes from the PARITY_* environment the harness sets (see the README's trainer c
 PARITY_* value can also be given as a flag for runs by hand (flags win). docs/deepspeed.md has the
 flags, the phases by hand and the facts measured with this script.
 
-The model's module tree is the one AutoEP's ``mixtral`` preset detects: ``model.layers.<i>.mlp``
+``--model`` picks the model (models.py): ``moe``, the default, is the hand-built one below;
+``deepseek_v3`` and ``mixtral`` are tiny Hugging Face models built in code. ``--optimizer`` picks
+torch AdamW or DeepSpeedCPUAdam (optimizers.py).
+
+The hand-built model's module tree is the one AutoEP's ``mixtral`` preset detects: ``model.layers.<i>.mlp``
 with a ``gate`` Linear(hidden -> experts, no bias) and ``experts`` holding fused 3-D
 ``gate_up_proj [E, 2*ffn, hidden]`` and ``down_proj [E, hidden, ffn]``, and a ``config`` with
 ``num_local_experts`` / ``num_experts_per_tok``. DeepSpeed replaces each ``mlp`` by its AutoEP layer.
@@ -47,6 +51,8 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models import AUTOEP_PRESETS, build_model  # noqa: E402
+from optimizers import OPTIMIZERS, optimizer_config, prime_cpu_adam  # noqa: E402
 from parity_adapter import Parity  # noqa: E402
 from process_state import write_process_state  # noqa: E402
 
@@ -77,8 +83,10 @@ class GlobalDropout(nn.Module):
         if not self.training or self.p == 0.0:
             return x
         rows = x.shape[0]
-        full = torch.rand((rows * self.ctx.dp_size, *x.shape[1:]), device=x.device)
-        keep = (full[self.ctx.dp_rank * rows:(self.ctx.dp_rank + 1) * rows] >= self.p).to(x.dtype)
+        # Drawn from the CPU generator whatever the device: the same masks on CPU and GPU, and the
+        # RNG that the topology-independent ``rng`` digest covers (a rank's CUDA RNG is not in it).
+        full = torch.rand((rows * self.ctx.dp_size, *x.shape[1:]))
+        keep = (full[self.ctx.dp_rank * rows:(self.ctx.dp_rank + 1) * rows] >= self.p).to(x.device, x.dtype)
         return x * keep / (1.0 - self.p)
 
 
@@ -129,7 +137,7 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).chunk(3, dim=-1)
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
         t = x.shape[1]
-        causal = torch.ones(t, t, dtype=torch.bool).triu(1)
+        causal = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
         probs = F.softmax(scores.float().masked_fill(causal, float("-inf")), dim=-1).to(v.dtype)
         return self.o_proj(probs @ v)
 
@@ -177,11 +185,24 @@ class MoECausalLM(nn.Module):
 
 
 class SyntheticCorpus:
-    """Sample ``i`` is a sequence of a seeded Markov chain, a function of (seed, i) only."""
+    """Sample ``i`` is a sequence of a seeded Markov chain, a function of (seed, i) only.
+
+    Up to ``DENSE_VOCAB`` tokens every token may follow every other (a dense ``[vocab, vocab]``
+    transition matrix); above it each token has ``SUCCESSORS`` seeded successors, so the corpus
+    takes ``vocab x 64`` entries rather than ``vocab^2`` (vocab 32000: 16 MB, not two 4.1 GB
+    tensors per rank)."""
+
+    DENSE_VOCAB = 1024
+    SUCCESSORS = 64
 
     def __init__(self, seed: int, vocab: int, seq_len: int) -> None:
         g = torch.Generator().manual_seed(seed)
-        logits = torch.randn(vocab, vocab, generator=g) * 3.0
+        if vocab <= self.DENSE_VOCAB:
+            self.successors = None
+            logits = torch.randn(vocab, vocab, generator=g) * 3.0
+        else:
+            self.successors = torch.randint(vocab, (vocab, self.SUCCESSORS), generator=g)
+            logits = torch.randn(vocab, self.SUCCESSORS, generator=g) * 3.0
         self.transition = F.softmax(logits, dim=-1)
         self.seed, self.vocab, self.seq_len = seed, vocab, seq_len
 
@@ -190,7 +211,8 @@ class SyntheticCorpus:
         out = torch.empty(self.seq_len + 1, dtype=torch.long)
         out[0] = torch.randint(self.vocab, (1, ), generator=g)
         for t in range(1, self.seq_len + 1):
-            out[t] = torch.multinomial(self.transition[out[t - 1]], 1, generator=g)
+            pick = torch.multinomial(self.transition[out[t - 1]], 1, generator=g)
+            out[t] = pick if self.successors is None else self.successors[out[t - 1], pick]
         return out
 
 
@@ -234,10 +256,7 @@ def ds_config(a: argparse.Namespace, world: int, micro: int, load_universal: boo
         "gradient_clipping": a.clip,
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
-        "optimizer": {
-            "type": "AdamW",
-            "params": {"lr": a.lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01, "torch_adam": True},
-        },
+        "optimizer": optimizer_config(a.optimizer, a.lr),
         "scheduler": {
             "type": "WarmupDecayLR",
             "params": {"total_num_steps": a.steps, "warmup_num_steps": a.warmup, "warmup_min_lr": 0.0,
@@ -247,11 +266,11 @@ def ds_config(a: argparse.Namespace, world: int, micro: int, load_universal: boo
         # dominated the step time of this tiny model.
         "zero_optimization": {"stage": a.zero_stage, "reduce_bucket_size": 200_000,
                               "allgather_bucket_size": 200_000},
-        "expert_parallel": {"enabled": True, "autoep_size": a.autoep_size, "preset_model": "mixtral",
+        "expert_parallel": {"enabled": True, "autoep_size": a.autoep_size, "preset_model": AUTOEP_PRESETS[a.model],
                             "use_grouped_mm": False},
     }
-    if a.offload == "cpu":
-        for key in ("offload_param", "offload_optimizer"):
+    if a.offload == "cpu":  # parameters only under ZeRO-3 (DeepSpeed offloads them at stage 3 only)
+        for key in ("offload_param", "offload_optimizer") if a.zero_stage == 3 else ("offload_optimizer", ):
             cfg["zero_optimization"][key] = {"device": "cpu", "pin_memory": True}
     if a.precision == "bf16":
         cfg["bf16"] = {"enabled": True}
@@ -280,6 +299,16 @@ def unshare_adam_step(engine) -> int:
             fixed += 1
         seen.add(id(step))
     return fixed
+
+
+def _flag(text: str) -> bool:
+    """A switch that also takes an explicit value (``--x``, ``--x true``, ``--x false``), as the
+    preset passes every argument with its value."""
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -315,6 +344,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     t.add_argument("--warmup", type=int, default=10, help="warm-up steps of WarmupDecayLR")
     t.add_argument("--clip", type=float, default=1.0, help="gradient clipping")
     m = p.add_argument_group("model")
+    m.add_argument("--model", choices=sorted(AUTOEP_PRESETS), default="moe",
+                   help="moe: the hand-built Mixtral-shaped model; deepseek_v3 / mixtral: tiny Hugging Face "
+                        "DeepseekV3ForCausalLM (Moonlight's class) / MixtralForCausalLM (models.py)")
     m.add_argument("--vocab", type=int, default=64)
     m.add_argument("--hidden", type=int, default=32)
     m.add_argument("--ffn", type=int, default=32, help="expert intermediate size")
@@ -323,6 +355,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     m.add_argument("--top-k", type=int, default=2)
     m.add_argument("--seq-len", type=int, default=16)
     m.add_argument("--dropout", type=float, default=0.1)
+    t.add_argument("--optimizer", choices=OPTIMIZERS, default="torch_adamw",
+                   help="torch_adamw: torch's AdamW (torch_adam: true); cpu_adam: DeepSpeedCPUAdam, the C++ op "
+                        "(needs --offload cpu: the optimizer lives in CPU memory)")
     d = p.add_argument_group("device")
     d.add_argument("--accelerator", choices=["cpu", "cuda"], default="cpu",
                    help="DeepSpeed accelerator: cpu (gloo) or cuda (nccl, one GPU per rank)")
@@ -331,15 +366,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     o = p.add_argument_group("faults and monitors")
     o.add_argument("--fault", choices=list(FAULTS), default="none",
                    help="inject one resume fault: " + "; ".join(f"{k}: {v}" for k, v in FAULTS.items()))
-    o.add_argument("--unshare-adam-step", action="store_true",
+    o.add_argument("--unshare-adam-step", type=_flag, nargs="?", const=True, default=False,
                    help="after loading, give every Adam state entry its own step tensor (works around "
                         "DeepSpeed 0.19.8's ZeRO-3 universal load sharing one; docs/deepspeed.md)")
+    o.add_argument("--prime-cpu-adam", type=_flag, nargs="?", const=True, default=False,
+                   help="after loading, replay steps 1..N through the C++ CPU-Adam update on dummy tensors "
+                        "(works around its beta-power recomputation on resume; docs/deepspeed.md)")
     o.add_argument("--csv-monitor", default=None, help="enable DeepSpeed's csv_monitor into this folder")
     o.add_argument("--tensorboard", default=None, help="enable DeepSpeed's tensorboard monitor into this folder")
     a = p.parse_args(argv)
     a.stop_at = a.stop_at or a.steps
     if a.resume_from and not a.resume_kind:
         p.error("--resume-from needs --resume-kind (or PARITY_RESUME_KIND)")
+    if a.optimizer == "cpu_adam" and a.offload != "cpu":
+        p.error("--optimizer cpu_adam needs --offload cpu (DeepSpeedCPUAdam steps the optimizer in CPU memory)")
     if a.save_at is not None and not a.checkpoint_dir:
         p.error("--save-at needs --checkpoint-dir (or PARITY_CHECKPOINT_DIR)")
     return a
@@ -359,12 +399,10 @@ def main(argv: list[str]) -> int:
 
     parity = Parity(a.metrics_file, os.environ.get("PARITY_PHASE", ""), a.steps, a.stop_at, a.save_at, a.seed,
                     a.checkpoint_dir, a.resume_from, a.resume_kind, rank, a.out)
-    cfg = SimpleNamespace(model_type="parity_moe", vocab_size=a.vocab, hidden_size=a.hidden,
-                          intermediate_size=a.ffn, num_hidden_layers=a.layers, num_local_experts=a.experts,
-                          num_experts_per_tok=a.top_k, dropout=a.dropout)
     torch.manual_seed(a.seed)  # identical initial weights on every rank
-    model = MoECausalLM(cfg)
-    model.ctx.dp_rank, model.ctx.dp_size = rank, world  # dense data parallelism spans the world
+    model = build_model(a.model, a, MoECausalLM)
+    if a.model == "moe":
+        model.ctx.dp_rank, model.ctx.dp_size = rank, world  # dense data parallelism spans the world
 
     sampler = ResumableSampler(SyntheticCorpus(a.seed, a.vocab, a.seq_len), a.global_batch, a.grad_accum, rank,
                                world)
@@ -398,6 +436,8 @@ def main(argv: list[str]) -> int:
             raise SystemExit(f"load_checkpoint found nothing at {load_dir} tag {tag}")
         if a.unshare_adam_step:
             unshare_adam_step(engine)
+        if a.prime_cpu_adam:
+            prime_cpu_adam(engine, parity.saved_step(client) or engine.global_steps)
         data = parity.restore_client_state(client, restore_rng=a.fault != "skip-rng-restore")
         if a.fault != "skip-sampler-restore":
             sampler.load_state_dict(data)

@@ -164,8 +164,15 @@ async function runFiles(
     }
   }
   // An environment the experiment needs but the machine lacks is ERROR, said in one sentence.
+  // The arguments of every program a phase runs (a resume's own args are merged over the
+  // trainer's), so a preset can name an environment one of them selects (deepspeed's `venv`).
+  const argSets = loaded.flatMap(({ experiment: e }) => [
+    { ...e.trainer.args },
+    { ...e.trainer.args, ...e.converter?.args },
+    ...Object.values(e.resume).map((r) => ({ ...e.trainer.args, ...r.args })),
+  ]);
   const problems = [...new Set(loaded.flatMap(({ experiment }) => presetsUsed(experiment)))]
-    .flatMap((preset) => preset.environmentProblem?.() ?? []);
+    .flatMap((preset) => preset.environmentProblem?.(argSets) ?? []);
   const folderProblem = await checkResultsFolder(
     options.results,
     loaded.flatMap(({ experiment }) => [experiment.name, ...phaseNames(experiment)]),

@@ -345,7 +345,11 @@ function compilePhase(
     timeoutS: entry.timeout,
     keyed: keyedCommand(argv, env, vars),
     paths,
-    codeInputs: [...(entry.code_inputs ?? []), ...(preset?.codeInputs ?? [])],
+    codeInputs: [
+      ...(entry.code_inputs ?? []),
+      ...(preset?.codeInputs ?? []),
+      ...(preset?.phaseCodeInputs?.(presetCtx) ?? []),
+    ],
   };
   if (node.saveAt !== undefined) spec.saveAt = node.saveAt;
   if (node.resumeKind) spec.resumeKind = node.resumeKind;

@@ -233,7 +233,7 @@ function checkPresetArgs(
     const spec = Object.hasOwn(preset.args, key) ? preset.args[key] : undefined;
     if (!spec) {
       add(`${at}.${key}`, `unknown ${preset.name}-preset argument${didYouMean(key, known)}`);
-    } else if (spec.values && !spec.values.includes(value as string | number)) {
+    } else if (spec.values && !spec.values.includes(value as string | number | boolean)) {
       add(
         `${at}.${key}`,
         `expected one of ${spec.values.map((v) => JSON.stringify(v)).join(", ")} for the ` +

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { basename, dirname, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { redactEnv } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import { codeInputsDigest, expandEnv } from "./cache.ts";
@@ -43,6 +43,11 @@ export interface EnvironmentFacts {
   hardware_class: string;
   /** Framework versions: always `deno`; `python`, `torch`, `deepspeed` for python trainers. */
   frameworks: Record<string, string>;
+  /**
+   * Versions per Python environment, when phases run under more than one (a resume under another
+   * DeepSpeed version): the interpreter path → its `python`, `torch`, `deepspeed` versions.
+   */
+  python_envs?: Record<string, Record<string, string>>;
   /** Variables that matter (referenced by `${env.NAME}` or known to change numerics), redacted. */
   variables: Record<string, string>;
   /** Code per tool. */
@@ -159,13 +164,15 @@ export async function collectEnvironment(
   harnessEnv: Record<string, string>,
 ): Promise<EnvironmentFacts> {
   const frameworks: Record<string, string> = { deno: Deno.version.deno };
-  const python = phases.map((p) => p.argv[0]).find((a) => /^python[0-9.]*$/.test(basename(a)));
-  const [cpu, hw, py] = await Promise.all([
+  const pythons = [...new Set(phases.map((p) => pythonOf(p.argv[0])).filter((p) => p !== null))];
+  const [cpu, hw, ...versions] = await Promise.all([
     cpuModel(),
     hardwareClass(),
-    python ? pythonVersions(python) : Promise.resolve({}),
+    ...pythons.map(pythonVersions),
   ]);
-  Object.assign(frameworks, py);
+  // The first phase's Python names the frameworks (the golden environment key); every other
+  // environment a phase runs under is recorded beside it.
+  Object.assign(frameworks, versions[0] ?? {});
   const names = new Set([...referencedVariables(experimentText), ...NUMERIC_VARIABLES]);
   const variables: Record<string, string> = {};
   for (const name of [...names].sort()) {
@@ -189,7 +196,7 @@ export async function collectEnvironment(
     if (!digests.has(id)) digests.set(id, codeInputsDigest(spec.codeInputs, baseDir, harnessEnv));
     code[spec.tool] = { inputs: [...spec.codeInputs], digest: await digests.get(id)!, git };
   }
-  return {
+  const facts: EnvironmentFacts = {
     cpu_model: cpu,
     cpu_count: navigator.hardwareConcurrency ?? null,
     hardware_class: hw,
@@ -197,6 +204,21 @@ export async function collectEnvironment(
     variables: redactEnv(variables),
     code,
   };
+  if (pythons.length > 1) {
+    facts.python_envs = Object.fromEntries(pythons.map((p, i) => [p, versions[i]]));
+  }
+  return facts;
+}
+
+/**
+ * The interpreter a program runs under: itself when it is `python*`, the venv's `python` beside
+ * a venv launcher (`torchrun`, `deepspeed`), else null.
+ */
+export function pythonOf(program: string): string | null {
+  const name = basename(program);
+  if (/^python[0-9.]*$/.test(name)) return program;
+  if (name === "torchrun" || name === "deepspeed") return join(dirname(program), "python");
+  return null;
 }
 
 /**

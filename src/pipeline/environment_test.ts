@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { codeInputDir, environmentKey, referencedVariables } from "./environment.ts";
+import { codeInputDir, environmentKey, pythonOf, referencedVariables } from "./environment.ts";
 
 Deno.test("environmentKey: hardware class, trainer code and framework digests", async () => {
   const facts = {
@@ -27,4 +27,12 @@ Deno.test("codeInputDir: paths and git -C commands, with ${env.NAME}", () => {
 
 Deno.test("referencedVariables: ${env.NAME} names, sorted and unique", () => {
   assert.deepEqual(referencedVariables("a: ${env.B}\nb: ${env.A} ${env.B} ${steps}"), ["A", "B"]);
+});
+
+Deno.test("pythonOf: python itself, the venv python beside torchrun or deepspeed, else null", () => {
+  assert.equal(pythonOf("/v/bin/python"), "/v/bin/python");
+  assert.equal(pythonOf("python3.11"), "python3.11");
+  assert.equal(pythonOf("/v2/bin/torchrun"), "/v2/bin/python");
+  assert.equal(pythonOf("/v2/bin/deepspeed"), "/v2/bin/python");
+  assert.equal(pythonOf("/usr/bin/deno"), null);
 });

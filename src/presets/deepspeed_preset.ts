@@ -11,7 +11,7 @@
  */
 
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import { plannerFlags, type PresetContext, type PresetDescriptor, presetFlags } from "./preset.ts";
 import { PROJECT_DIR } from "./project_dir.ts";
 
@@ -21,6 +21,21 @@ export const DEEPSPEED_VENV: string = Deno.env.get("PARITY_DEEPSPEED_VENV") ||
 
 const ADAPTER_DIR = join(PROJECT_DIR, "adapters/deepspeed");
 const PYTHON = join(DEEPSPEED_VENV, "bin/python");
+
+/**
+ * The venv a phase runs under: `args.venv` (a path relative to the repository, or absolute) or
+ * the preset's own. A resume or the converter may name another one, so that a checkpoint saved
+ * by one DeepSpeed version is resumed or converted by another (`tools/setup_deepspeed.sh --venv`
+ * builds a second pinned venv).
+ */
+export function deepspeedVenv(args: Readonly<Record<string, unknown>>): string {
+  const venv = args.venv;
+  if (typeof venv !== "string" || venv === "") return DEEPSPEED_VENV;
+  return isAbsolute(venv) ? venv : join(PROJECT_DIR, venv);
+}
+
+/** Arguments that choose the environment or reach only the planner, not flags of the script. */
+const NOT_SCRIPT_FLAGS = ["world_size", "venv", "plan_fault"];
 
 /**
  * Resume faults of the training script, each one of DeepSpeed's own load options or a restore
@@ -54,14 +69,12 @@ export const DEEPSPEED_PLAN_FAULTS = [
  */
 const DEEPSPEED_POLICIES = ["first_holder", "highest_holder", "local_first_least_loaded"] as const;
 
-/** Arguments only the planner sees (never the training script). */
-const PLANNER_ONLY = ["plan_fault"];
-
 function deepspeedArgv(ctx: PresetContext): string[] {
   const { vars, args } = ctx;
+  const venv = deepspeedVenv(args);
   if (ctx.tool === "converter") {
     return [
-      PYTHON,
+      join(venv, "bin/python"),
       "-m",
       "deepspeed.checkpoint.ds_to_universal",
       "--input_folder",
@@ -76,11 +89,16 @@ function deepspeedArgv(ctx: PresetContext): string[] {
   }
   if (ctx.tool === "planner") {
     const fault = args.plan_fault ? ["--plan-fault", String(args.plan_fault)] : [];
-    return [PYTHON, join(ADAPTER_DIR, "deepspeed_planner.py"), ...plannerFlags(ctx), ...fault];
+    return [
+      join(venv, "bin/python"),
+      join(ADAPTER_DIR, "deepspeed_planner.py"),
+      ...plannerFlags(ctx),
+      ...fault,
+    ];
   }
   if (ctx.tool === "executor") {
     return [
-      PYTHON,
+      join(venv, "bin/python"),
       join(ADAPTER_DIR, "plan_executor.py"),
       "--source-checkpoint",
       vars.source_checkpoint,
@@ -91,7 +109,7 @@ function deepspeedArgv(ctx: PresetContext): string[] {
     ];
   }
   const argv = [
-    join(DEEPSPEED_VENV, "bin/torchrun"),
+    join(venv, "bin/torchrun"),
     ...launcherTopology(Number(args.world_size ?? 2), ctx.nodes ?? 1),
     join(ADAPTER_DIR, "train_moe.py"),
     "--steps",
@@ -109,7 +127,7 @@ function deepspeedArgv(ctx: PresetContext): string[] {
   if (vars.resume_from) {
     argv.push("--resume-from", vars.resume_from, "--resume-kind", vars.resume_kind);
   }
-  return argv.concat(presetFlags(DEEPSPEED_PRESET, args, ["world_size", ...PLANNER_ONLY]));
+  return argv.concat(presetFlags(DEEPSPEED_PRESET, args, NOT_SCRIPT_FLAGS));
 }
 
 /**
@@ -172,6 +190,35 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
       description: "ZeRO-3 offload of parameters and optimizer state to CPU memory",
     },
     ffn: { flag: "--ffn", description: "expert intermediate size" },
+    top_k: { flag: "--top-k", description: "routed experts per token" },
+    model: {
+      flag: "--model",
+      values: ["moe", "deepseek_v3", "mixtral"],
+      description: "moe (hand-built, Mixtral-shaped), deepseek_v3 (HF DeepseekV3ForCausalLM, " +
+        "Moonlight's class) or mixtral (HF MixtralForCausalLM); tiny configs in models.py",
+    },
+    optimizer: {
+      flag: "--optimizer",
+      values: ["torch_adamw", "cpu_adam"],
+      description:
+        "torch_adamw (torch_adam: true) or cpu_adam (DeepSpeedCPUAdam; needs offload: cpu)",
+    },
+    prime_cpu_adam: {
+      flag: "--prime-cpu-adam",
+      values: [true, false],
+      description:
+        "workaround: replay the C++ CPU-Adam's beta powers after a load (docs/deepspeed.md)",
+    },
+    unshare_adam_step: {
+      flag: "--unshare-adam-step",
+      values: [true, false],
+      description: "workaround: one Adam step tensor per sub-group after a ZeRO-3 universal load",
+    },
+    venv: {
+      flag: "--venv",
+      description: "Python environment of the phase (repository-relative or absolute); default " +
+        ".venv-deepspeed — a resume or the converter under another DeepSpeed version",
+    },
     seq_len: { flag: "--seq-len", description: "tokens per sample" },
     vocab: { flag: "--vocab", description: "vocabulary size" },
     fault: { flag: "--fault", description: "inject one named resume bug" },
@@ -189,15 +236,27 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
   gradAccumArg: "grad_accum",
   metricsFormat: "jsonl",
   codeInputs: [ADAPTER_DIR, join(DEEPSPEED_VENV, ".parity-stamp")],
+  phaseCodeInputs: ({ args }) =>
+    deepspeedVenv(args) === DEEPSPEED_VENV ? [] : [join(deepspeedVenv(args), ".parity-stamp")],
   argv: deepspeedArgv,
-  env: ({ args }): Record<string, string> =>
-    args.accelerator === "cuda"
+  env: ({ args }): Record<string, string> => ({
+    // DeepSpeed's JIT ops live in the venv, built once by tools/setup_deepspeed.sh (two venvs
+    // sharing one folder would rebuild each other's ops).
+    TORCH_EXTENSIONS_DIR: join(deepspeedVenv(args), "torch_extensions"),
+    ...(args.accelerator === "cuda"
       // Deterministic cuBLAS, which torch.use_deterministic_algorithms(True) requires on CUDA.
       ? { DS_ACCELERATOR: "cuda", CUBLAS_WORKSPACE_CONFIG: ":4096:8" }
-      : { DS_ACCELERATOR: "cpu", OMP_NUM_THREADS: "1" },
-  environmentProblem: () =>
-    existsSync(PYTHON)
-      ? undefined
-      : "the deepspeed preset needs its Python environment: run `deno task setup-deepspeed` " +
-        "(creates .venv-deepspeed/ with torch 2.13.0 and DeepSpeed 0.19.8)",
+      : { DS_ACCELERATOR: "cpu", OMP_NUM_THREADS: "1" }),
+  }),
+  environmentProblem: (argSets = []) => {
+    if (!existsSync(PYTHON)) {
+      return "the deepspeed preset needs its Python environment: run `deno task setup-deepspeed` " +
+        "(creates .venv-deepspeed/ with torch 2.13.0 and DeepSpeed 0.19.8)";
+    }
+    const missing = [...new Set(argSets.map(deepspeedVenv))]
+      .filter((venv) => !existsSync(join(venv, "bin/python")));
+    return missing.length === 0 ? undefined : `the experiment names a DeepSpeed venv that does ` +
+      `not exist: ${missing.join(", ")} (build it with \`bash tools/setup_deepspeed.sh --venv ` +
+      `<path> --requirements <file>\`, e.g. tools/setup_deepspeed.sh --compat 0.19.7)`;
+  },
 };

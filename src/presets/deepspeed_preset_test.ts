@@ -59,24 +59,27 @@ Deno.test("deepspeed preset: faults are the training script's own", () => {
 
 Deno.test("deepspeed preset: every script flag it passes is one train_moe.py defines", () => {
   for (const [key, arg] of Object.entries(DEEPSPEED_PRESET.args)) {
-    if (key === "world_size") continue; // torchrun's --nproc-per-node
+    if (key === "world_size" || key === "venv") continue; // the launcher and the venv
     if (key === "plan_fault") continue; // the planner's (tested above)
     assert.ok(SCRIPT.includes(`"${arg.flag}"`), `${key}: train_moe.py has no ${arg.flag}`);
   }
 });
 
+/** The placeholder values of a trainer phase that neither saves nor resumes. */
+const PHASE_VARS = {
+  steps: "100",
+  stop_at: "100",
+  seed: "1",
+  metrics_file: "/r/m.jsonl",
+  run_dir: "/r",
+  save_at: "",
+  checkpoint_dir: "",
+  resume_from: "",
+  resume_kind: "",
+};
+
 Deno.test("deepspeed preset: a phase is torchrun + the script, with the run's flags", () => {
-  const vars = {
-    steps: "100",
-    stop_at: "100",
-    seed: "1",
-    metrics_file: "/r/m.jsonl",
-    run_dir: "/r",
-    save_at: "",
-    checkpoint_dir: "",
-    resume_from: "/r/c/global_step50",
-    resume_kind: "universal",
-  };
+  const vars = { ...PHASE_VARS, resume_from: "/r/c/global_step50", resume_kind: "universal" };
   const argv = DEEPSPEED_PRESET.argv({
     tool: "trainer",
     vars,
@@ -122,4 +125,32 @@ Deno.test("deepspeed preset: a phase is torchrun + the script, with the run's fl
     "--output_folder",
     "/u",
   ]);
+});
+
+Deno.test("deepspeed preset: args.venv picks the phase's environment, its stamp joins the key", () => {
+  const vars = { ...PHASE_VARS, native: "/n", universal: "/u" };
+  const ctx = (tool: "trainer" | "converter", args: Record<string, unknown>) => ({
+    tool,
+    vars,
+    args,
+    elementSize: 4,
+  });
+  const args = { venv: "/v2", prime_cpu_adam: true, model: "deepseek_v3" };
+  const argv = DEEPSPEED_PRESET.argv(ctx("trainer", args));
+  assert.equal(argv[0], "/v2/bin/torchrun");
+  assert.ok(!argv.includes("--venv"), "the venv is not a script flag");
+  assert.equal(argv[argv.indexOf("--prime-cpu-adam") + 1], "true");
+  assert.equal(argv[argv.indexOf("--model") + 1], "deepseek_v3");
+  assert.equal(DEEPSPEED_PRESET.argv(ctx("converter", args))[0], "/v2/bin/python");
+  assert.deepEqual(DEEPSPEED_PRESET.phaseCodeInputs!(ctx("trainer", args)), ["/v2/.parity-stamp"]);
+  assert.deepEqual(DEEPSPEED_PRESET.phaseCodeInputs!(ctx("trainer", {})), []);
+  const relative = DEEPSPEED_PRESET.argv(ctx("trainer", { venv: ".venv-deepspeed-0.19.7" }));
+  assert.equal(relative[0], join(PROJECT_DIR, ".venv-deepspeed-0.19.7/bin/torchrun"));
+});
+
+Deno.test("deepspeed preset: a venv an experiment names but the machine lacks is one sentence", () => {
+  const problem = DEEPSPEED_PRESET.environmentProblem!([{}, { venv: "/no/such/venv" }]);
+  assert.ok(problem, "a missing venv is an environment problem");
+  // Either the preset's own venv is missing (a machine without the set-up) or the named one.
+  assert.match(problem, /\/no\/such\/venv|setup-deepspeed/);
 });

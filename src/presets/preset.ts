@@ -16,7 +16,7 @@ export interface PresetArg {
   /** Whether the argument is part of the topology (a change makes a reshard). */
   topology?: boolean;
   /** Allowed values, when the set is closed. */
-  values?: readonly (string | number)[];
+  values?: readonly (string | number | boolean)[];
   /** One line for `parity plan`, errors and docs. */
   description: string;
 }
@@ -62,6 +62,8 @@ export interface PresetDescriptor {
   metricsFormat: MetricsFormat;
   /** Files, folders or `!commands` whose content joins every phase's cache key. */
   codeInputs: readonly string[];
+  /** Code inputs that depend on the phase's arguments (added to {@link codeInputs}). */
+  phaseCodeInputs?(ctx: PresetContext): string[];
   /** The argv of one phase. */
   argv(ctx: PresetContext): string[];
   /**
@@ -71,8 +73,11 @@ export interface PresetDescriptor {
   launcher?: boolean;
   /** Extra environment of one phase. */
   env?(ctx: PresetContext): Record<string, string>;
-  /** Why the machine cannot run the preset (a missing environment), or undefined. */
-  environmentProblem?(): string | undefined;
+  /**
+   * Why the machine cannot run the preset (a missing environment), or undefined; `argSets` are
+   * the argument sets the experiments give its programs (trainer, converter, resumes).
+   */
+  environmentProblem?(argSets?: readonly Readonly<Record<string, unknown>>[]): string | undefined;
 }
 
 /** Text of an argument value on a command line: strings as they are, anything else as JSON. */
