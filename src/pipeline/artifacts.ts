@@ -53,3 +53,19 @@ export function phaseOutputs(spec: PhaseSpec): Record<string, string | undefined
     state: paths.stateFile,
   };
 }
+
+/**
+ * The checkpoint folders a completed phase's `checkpoint_hashes` cover, from its `outputs`: the
+ * split's checkpoint folder, the converter's universal folder, none for other roles.
+ */
+export function checkpointRoots(
+  role: PhaseSpec["role"],
+  outputs: Record<string, string | undefined>,
+): string[] {
+  const root = role === "split"
+    ? outputs.checkpoint_dir
+    : role === "convert"
+    ? outputs.universal
+    : undefined;
+  return root ? [root] : [];
+}

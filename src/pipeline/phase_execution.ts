@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { interruption, runChild } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
-import { missingArtifact, phaseOutputs } from "./artifacts.ts";
+import { checkpointRoots, missingArtifact, phaseOutputs } from "./artifacts.ts";
 import {
   type CacheHit,
   CHILD_PID_FILE,
@@ -298,17 +298,9 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
   }
   // Hashed before phase.json (the completion marker) is written: a kill meanwhile leaves an
   // incomplete phase, never a checkpoint recorded without its hashes.
-  const checkpointRoots = status !== "ok"
-    ? []
-    : spec.role === "split"
-    ? [paths.checkpointDir!]
-    : spec.role === "convert"
-    ? [paths.universal!]
-    : [];
+  const roots = status === "ok" ? checkpointRoots(spec.role, phaseOutputs(spec)) : [];
   await warm;
-  const checkpointHashes = checkpointRoots.length > 0
-    ? await hashCheckpoints(paths.dir, checkpointRoots)
-    : undefined;
+  const checkpointHashes = roots.length > 0 ? await hashCheckpoints(paths.dir, roots) : undefined;
   const summary: PhaseSummary = {
     ...baseSummary(state),
     status,

@@ -24,7 +24,8 @@ import type { RetryDecision, RetryPolicy } from "./retry.ts";
 import type { PhaseContext, PhaseState } from "./phase_execution.ts";
 import { listRuns, pathExists, readJsonIfExists, writeJsonAtomic } from "./run_store.ts";
 import { hashPhaseOutputs } from "./output_hashes.ts";
-import { phaseOutputs } from "./artifacts.ts";
+import { checkpointRoots, phaseOutputs } from "./artifacts.ts";
+import { hashCheckpoints } from "./checkpoint_hashes.ts";
 
 /** What `slurm_job.json` holds. */
 export interface SlurmJobFile {
@@ -155,6 +156,9 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
     await follow.stop();
     await recordCluster(ctx, spec.name, result);
     if (result.status === "interrupted") return false;
+    // Hashed as a phase that completed under its own harness is: a reuse verifies them.
+    const roots = result.status === "ok" ? checkpointRoots(record.role, record.outputs) : [];
+    const checkpointHashes = roots.length > 0 ? await hashCheckpoints(dir, roots) : undefined;
     await writeJsonAtomic(join(dir, "phase.json"), {
       name: spec.name,
       role: spec.role,
@@ -176,6 +180,7 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
         plan: record.outputs.plan,
         state: record.outputs.state,
       }),
+      ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
     });
     ctx.progress.note(`${spec.name}: Slurm job ${record.job_id} ended: ${result.message}`);
     return true;
