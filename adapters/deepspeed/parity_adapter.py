@@ -486,8 +486,10 @@ def _legacy_expert_layout(param: Any) -> Optional[Dict[str, Any]]:
     ep_size, ep_rank = tdist.get_world_size(group=group), tdist.get_rank(group=group)
     shape = list(getattr(param, "ds_shape", None) or param.shape)
     local = shape[0]
+    # The keys of 0.19.8's metadata that the adapter and process_state.py read.
     return {"local_experts": list(range(ep_rank * local, (ep_rank + 1) * local)),
-            "logical_shape": [local * ep_size, *shape[1:]]}
+            "logical_shape": [local * ep_size, *shape[1:]], "ep_rank": ep_rank,
+            "expert_placement": {"ep_size": ep_size}}
 
 
 def _ep_group(param: Any) -> Any:
