@@ -66,3 +66,19 @@ Deno.test("deno.json names the package and every export passes deno doc --lint",
   });
   assert.equal(lint.code, 0, lint.stdout + lint.stderr);
 });
+
+Deno.test("deno.lock holds what a run needs; the test-only packages are pinned in deno.test.lock", async () => {
+  const lock = async (name: string) =>
+    Object.keys(JSON.parse(await Deno.readTextFile(join(PROJECT, name))).specifiers);
+  const [run, test] = await Promise.all([lock("deno.lock"), lock("deno.test.lock")]);
+  const testOnly = ["npm:playwright-core@1.65.1", "npm:@sparticuz/chromium@153.0.0"];
+  for (const spec of testOnly) {
+    assert.ok(!run.includes(spec), `${spec} in deno.lock: every first run would download it`);
+    assert.ok(test.includes(spec), `${spec} not pinned in deno.test.lock`);
+  }
+  for (const spec of Object.values(CONFIG.imports as Record<string, string>)) {
+    assert.ok(run.includes(spec) && test.includes(spec), `${spec} in both lockfiles`);
+  }
+  const chromium = await Deno.readTextFile(join(PROJECT, "test/_testing/chromium.ts"));
+  for (const spec of testOnly) assert.ok(chromium.includes(`"${spec}"`), spec);
+});

@@ -16,9 +16,8 @@
 import { createReadStream, createWriteStream } from "node:fs";
 import { dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { fileURLToPath } from "node:url";
 import { brotliDecompressSync, createBrotliDecompress } from "node:zlib";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium } from "npm:playwright-core@1.65.1";
 import { PROJECT } from "./cli_harness.ts";
 
 /** The environment variable that forces a Chromium: `system`, `npm` or an absolute path. */
@@ -27,7 +26,7 @@ export const CHROMIUM_ENV = "PARITY_CHROMIUM";
 /** Where Debian's `chromium` package installs the browser. */
 export const SYSTEM_CHROMIUM = "/usr/bin/chromium";
 
-/** The npm package that ships a Chromium binary in its tarball (pinned in deno.json). */
+/** The npm package that ships a Chromium binary in its tarball (pinned in deno.test.lock). */
 export const NPM_CHROMIUM_PACKAGE = "@sparticuz/chromium";
 
 /**
@@ -116,29 +115,22 @@ export async function resolveChromium(
   );
 }
 
-/** The npm package's root folder and version (its files are not in its `exports`). */
+/**
+ * The npm package's root folder and version (its files are not in its `exports`). The literal
+ * import installs it into node_modules on first use and pins it in deno.test.lock; the package
+ * stays out of deno.json and deno.lock, so a plain run never downloads it.
+ */
 async function npmPackage(): Promise<{ root: string; version: string }> {
-  let dir: string;
+  const root = join(PROJECT, "node_modules", NPM_CHROMIUM_PACKAGE);
   try {
-    dir = dirname(fileURLToPath(import.meta.resolve(NPM_CHROMIUM_PACKAGE)));
+    await import("npm:@sparticuz/chromium@153.0.0");
+    const meta = JSON.parse(await Deno.readTextFile(join(root, "package.json")));
+    return { root, version: String(meta.version) };
   } catch (error) {
     throw new ChromiumError(
-      `${NPM_CHROMIUM_PACKAGE} is not installed (run \`deno install\`): ${firstLine(error)}.`,
+      `${NPM_CHROMIUM_PACKAGE} is not installed in ${root}: ${firstLine(error)}.`,
       { cause: error },
     );
-  }
-  for (;;) {
-    try {
-      const meta = JSON.parse(await Deno.readTextFile(join(dir, "package.json")));
-      if (meta.name === NPM_CHROMIUM_PACKAGE) return { root: dir, version: String(meta.version) };
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    }
-    const parent = dirname(dir);
-    if (parent === dir) {
-      throw new ChromiumError(`Cannot find the package folder of ${NPM_CHROMIUM_PACKAGE}.`);
-    }
-    dir = parent;
   }
 }
 
