@@ -60,9 +60,20 @@ Deno.test({
   ignore,
   async fn() {
     assertVenv();
+    // The file's matrix in two runs, for the CI budget: ZeRO 2 and 3 with plan sync by one policy
+    // (autoep 2 -> 1 has one holder per region, so every policy plans the same segments; the
+    // policies that differ are cpu_autoep_plans.yaml's test), ZeRO 1 without plan sync (its
+    // checkpoint files have ZeRO 2's layout: one reader executes both).
     const file = join(PROJECT, "experiments/deepspeed/cpu_autoep.yaml");
-    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    const matrix = (sets: string[]) =>
+      runCli(["run", file, "--results", results, "--quiet", ...sets.flatMap((s) => ["--set", s])]);
+    const run = await matrix([
+      "matrix.trainer.args.zero_stage=[2, 3]",
+      "plan_sync.policies=[first_holder]",
+    ]);
     assert.equal(run.code, 1, `ZeRO 3 must FAIL the suite\n${run.stderr.slice(-3000)}`);
+    const zero1 = await matrix(["matrix.trainer.args.zero_stage=[1]", "plan_sync=null"]);
+    assert.equal(zero1.code, 0, zero1.stderr.slice(-3000));
     for (const stage of [1, 2]) {
       const s = await latestSummary(results, `deepspeed-cpu-autoep@zero_stage=${stage}`);
       assert.equal(s.verdict, "PASS", `ZeRO ${stage}: ${JSON.stringify(s.findings ?? [])}`);
@@ -80,9 +91,9 @@ Deno.test({
     }
     // Plan sync of the same reshard by DeepSpeed's own planner, for every process: verified,
     // re-planned by the harness, and executed on the split's bytes equal to resume-ep1's state.
-    for (const stage of [1, 2, 3]) {
+    for (const stage of [2, 3]) {
       const s = await latestSummary(results, `deepspeed-cpu-autoep@zero_stage=${stage}`);
-      assert.equal(s.plan_sync.length, 2);
+      assert.equal(s.plan_sync.length, 1);
       for (const plan of s.plan_sync) assertDeepSpeedPlan(plan, 2, `ZeRO ${stage}`);
     }
     // DeepSpeed 0.19.8's ZeRO-3 universal load shares one Adam step tensor across sub-groups:
@@ -124,7 +135,7 @@ Deno.test({
         results,
         "--quiet",
         ...[
-          "matrix={trainer.args.zero_stage: [2]}",
+          "matrix.trainer.args.zero_stage=[2]",
           "plan_sync.policies=[first_holder]",
           `trainer.args.plan_fault=${fault}`,
         ].flatMap((s) => ["--set", s]),
@@ -182,8 +193,9 @@ Deno.test({
   async fn() {
     assertVenv();
     assertSlurmReachable();
-    // ZeRO 2 of cpu_autoep.yaml twice, with one plan policy: locally (2 ranks on this host; the
-    // matrix test's member, cached when that test ran first), then under its own name as one
+    // ZeRO 2 of cpu_autoep.yaml twice, without plan sync (the trainer phases are what runs on
+    // several nodes): locally (2 ranks on this host; the matrix test's member, cached when that
+    // test ran first), then under its own name as one
     // batch job per phase on two nodes of the namespace cluster (one torchrun per node under
     // srun, 1 rank each, c10d rendezvous and gloo over the nodes' network).
     const zero2 = (sets: string[], env: Record<string, string> = {}) =>
@@ -193,7 +205,7 @@ Deno.test({
         "--results",
         results,
         "--quiet",
-        ...["matrix={trainer.args.zero_stage: [2]}", "plan_sync.policies=[first_holder]", ...sets]
+        ...["matrix.trainer.args.zero_stage=[2]", "plan_sync=null", ...sets]
           .flatMap((s) => ["--set", s]),
       ], env);
     const local = await zero2([]);
