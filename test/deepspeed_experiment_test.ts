@@ -60,20 +60,19 @@ Deno.test({
   ignore,
   async fn() {
     assertVenv();
-    // The file's matrix in two runs, for the CI budget: ZeRO 2 and 3 with plan sync by one policy
-    // (autoep 2 -> 1 has one holder per region, so every policy plans the same segments; the
-    // policies that differ are cpu_autoep_plans.yaml's test), ZeRO 1 without plan sync (its
-    // checkpoint files have ZeRO 2's layout: one reader executes both).
+    // Plan sync by one policy, for the CI budget: autoep 2 -> 1 has one holder per region, so
+    // every policy plans the same segments (the policies that differ are cpu_autoep_plans.yaml's).
     const file = join(PROJECT, "experiments/deepspeed/cpu_autoep.yaml");
-    const matrix = (sets: string[]) =>
-      runCli(["run", file, "--results", results, "--quiet", ...sets.flatMap((s) => ["--set", s])]);
-    const run = await matrix([
-      "matrix.trainer.args.zero_stage=[2, 3]",
+    const run = await runCli([
+      "run",
+      file,
+      "--results",
+      results,
+      "--quiet",
+      "--set",
       "plan_sync.policies=[first_holder]",
     ]);
     assert.equal(run.code, 1, `ZeRO 3 must FAIL the suite\n${run.stderr.slice(-3000)}`);
-    const zero1 = await matrix(["matrix.trainer.args.zero_stage=[1]", "plan_sync=null"]);
-    assert.equal(zero1.code, 0, zero1.stderr.slice(-3000));
     for (const stage of [1, 2]) {
       const s = await latestSummary(results, `deepspeed-cpu-autoep@zero_stage=${stage}`);
       assert.equal(s.verdict, "PASS", `ZeRO ${stage}: ${JSON.stringify(s.findings ?? [])}`);
@@ -91,7 +90,7 @@ Deno.test({
     }
     // Plan sync of the same reshard by DeepSpeed's own planner, for every process: verified,
     // re-planned by the harness, and executed on the split's bytes equal to resume-ep1's state.
-    for (const stage of [2, 3]) {
+    for (const stage of [1, 2, 3]) {
       const s = await latestSummary(results, `deepspeed-cpu-autoep@zero_stage=${stage}`);
       assert.equal(s.plan_sync.length, 1);
       for (const plan of s.plan_sync) assertDeepSpeedPlan(plan, 2, `ZeRO ${stage}`);
