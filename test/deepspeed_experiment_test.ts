@@ -10,7 +10,12 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { PlanSyncSummary, RunSummary } from "../src/types/summary.ts";
-import { latestSummary, PROJECT, runCli } from "./_testing/cli_harness.ts";
+import {
+  latestSummary,
+  PROJECT,
+  runExperiment,
+  TEN_RESUMED_STEPS,
+} from "./_testing/cli_harness.ts";
 import { assertSlurmReachable, SLURM, SLURM_IGNORE } from "./_testing/slurm_cluster.ts";
 
 const PYTHON = join(PROJECT, ".venv-deepspeed/bin/python");
@@ -63,15 +68,7 @@ Deno.test({
     // Plan sync by one policy, for the CI budget: autoep 2 -> 1 has one holder per region, so
     // every policy plans the same segments (the policies that differ are cpu_autoep_plans.yaml's).
     const file = join(PROJECT, "experiments/deepspeed/cpu_autoep.yaml");
-    const run = await runCli([
-      "run",
-      file,
-      "--results",
-      results,
-      "--quiet",
-      "--set",
-      "plan_sync.policies=[first_holder]",
-    ]);
+    const run = await runExperiment(file, results, ["plan_sync.policies=[first_holder]"]);
     assert.equal(run.code, 1, `ZeRO 3 must FAIL the suite\n${run.stderr.slice(-3000)}`);
     for (const stage of [1, 2]) {
       const s = await latestSummary(results, `deepspeed-cpu-autoep@zero_stage=${stage}`);
@@ -127,18 +124,15 @@ Deno.test({
     // planner fault reaches only the planner), so each fault re-plans and re-executes, with one
     // policy (the fault is the planner driver's, not a policy's).
     for (const [fault, caughtBy] of Object.entries(PLAN_FAULTS)) {
-      const run = await runCli([
-        "run",
+      const run = await runExperiment(
         join(PROJECT, "experiments/deepspeed/cpu_autoep.yaml"),
-        "--results",
         results,
-        "--quiet",
-        ...[
+        [
           "matrix.trainer.args.zero_stage=[2]",
           "plan_sync.policies=[first_holder]",
           `trainer.args.plan_fault=${fault}`,
-        ].flatMap((s) => ["--set", s]),
-      ]);
+        ],
+      );
       assert.equal(run.code, 1, `${fault}: ${run.stderr.slice(-3000)}`);
       const s = await latestSummary(results, "deepspeed-cpu-autoep@zero_stage=2");
       assert.equal(s.plan_sync.length, 1, fault);
@@ -171,7 +165,7 @@ Deno.test({
   async fn() {
     assertVenv();
     const file = join(PROJECT, "experiments/deepspeed/cpu_autoep_plans.yaml");
-    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    const run = await runExperiment(file, results);
     assert.equal(run.code, 0, run.stderr.slice(-3000));
     for (const member of ["target_1", "target_2"]) {
       const s = await latestSummary(results, `deepspeed-cpu-autoep-plans@${member}`);
@@ -198,15 +192,12 @@ Deno.test({
     // batch job per phase on two nodes of the namespace cluster (one torchrun per node under
     // srun, 1 rank each, c10d rendezvous and gloo over the nodes' network).
     const zero2 = (sets: string[], env: Record<string, string> = {}) =>
-      runCli([
-        "run",
+      runExperiment(
         join(PROJECT, "experiments/deepspeed/cpu_autoep.yaml"),
-        "--results",
         results,
-        "--quiet",
-        ...["matrix.trainer.args.zero_stage=[2]", "plan_sync=null", ...sets]
-          .flatMap((s) => ["--set", s]),
-      ], env);
+        ["matrix.trainer.args.zero_stage=[2]", "plan_sync=null", ...sets],
+        env,
+      );
     const local = await zero2([]);
     assert.equal(local.code, 0, local.stderr.slice(-3000));
     const slurm = await zero2(
@@ -249,15 +240,7 @@ Deno.test({
     assertVenv();
     // 10 resumed steps instead of the file's 50 (the CI budget): every fault shows by step 53.
     const file = join(PROJECT, "experiments/deepspeed/cpu_autoep_faults.yaml");
-    const run = await runCli([
-      "run",
-      file,
-      "--results",
-      results,
-      "--quiet",
-      "--set",
-      "schedule={steps: 60, save_at: 50}",
-    ]);
+    const run = await runExperiment(file, results, [TEN_RESUMED_STEPS]);
     assert.equal(run.code, 1, run.stderr.slice(-3000));
     const s = await latestSummary(results, "deepspeed-cpu-autoep-faults");
     for (const [fault, [step, components]] of Object.entries(FAULTS)) {

@@ -12,7 +12,12 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { RunSummary } from "../src/types/summary.ts";
-import { latestSummary, PROJECT, runCli } from "./_testing/cli_harness.ts";
+import {
+  latestSummary,
+  PROJECT,
+  runExperiment,
+  TEN_RESUMED_STEPS,
+} from "./_testing/cli_harness.ts";
 
 const inCi = Deno.env.get("CI") === "true";
 const venvs = {
@@ -23,13 +28,6 @@ const missing = (path: string) => !existsSync(path) && !inCi;
 for (const [name, path] of Object.entries(venvs)) {
   if (missing(path)) console.error(`deepspeed seed tests: no ${path} (${name}); tests ignored`);
 }
-
-/**
- * The CI schedule of the 100-step experiments here: the save after step 50 as in the files, 10
- * resumed steps instead of 50 (every finding asserted shows by step 52; the files' 50-step figures
- * are in docs/deepspeed.md). Passed as `--set`, so the files stay the seed's experiment.
- */
-const CI_SCHEDULE = "schedule={steps: 60, save_at: 50}";
 
 const results = await Deno.makeTempDir({ prefix: "deepspeed-seed-" });
 globalThis.addEventListener("unload", () => Deno.removeSync(results, { recursive: true }));
@@ -56,15 +54,8 @@ Deno.test({
   async fn() {
     assertVenv(venvs.main);
     const file = join(PROJECT, "experiments/deepspeed/seed_moonlight_tiny.yaml");
-    const member = (sets: string[]) =>
-      runCli([
-        "run",
-        file,
-        "--results",
-        results,
-        "--quiet",
-        ...[CI_SCHEDULE, ...sets].flatMap((s) => ["--set", s]),
-      ]);
+    // 10 resumed steps (TEN_RESUMED_STEPS): every finding asserted shows by step 52.
+    const member = (sets: string[]) => runExperiment(file, results, [TEN_RESUMED_STEPS, ...sets]);
     const run = await member(["matrix.trainer.args.optimizer=[torch_adamw]"]);
     assert.equal(run.code, 1, `the findings FAIL the suite\n${run.stderr.slice(-3000)}`);
 
@@ -112,7 +103,7 @@ Deno.test({
   async fn() {
     assertVenv(venvs.main);
     const file = join(PROJECT, "experiments/deepspeed/cpu_adam_beta_power.yaml");
-    const run = await runCli(["run", file, "--results", results, "--quiet"]);
+    const run = await runExperiment(file, results);
     assert.equal(run.code, 1, `CPU-Adam's resume FAILs\n${run.stderr.slice(-3000)}`);
     const s = await latestSummary(results, "deepspeed-cpu-adam-beta-power");
     const native = comparison(s, "baseline~resume-native");
@@ -135,7 +126,7 @@ Deno.test({
     assertVenv(venvs.main);
     assertVenv(venvs.compat);
     const file = join(PROJECT, "experiments/deepspeed/compat_0197_to_0198.yaml");
-    const run = await runCli(["run", file, "--results", results, "--quiet", "--set", CI_SCHEDULE]);
+    const run = await runExperiment(file, results, [TEN_RESUMED_STEPS]);
     assert.equal(run.code, 0, run.stderr.slice(-3000));
     const s = await latestSummary(results, "deepspeed-compat-0197-to-0198");
     for (

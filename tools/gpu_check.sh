@@ -6,7 +6,8 @@
 #   tools/gpu_check.sh --world-size N [--dry-run]   # choose the world size (1, 2, 4, 8 or 16)
 # The world size W is a power of two that divides the experiment's 16 experts: AutoEP size = W,
 # and the global batch grows to 16 x W so each rank keeps at least one sample per micro-batch.
-# Needs Node/npm (Deno comes from npm) and, for a real run, PyPI for the CUDA torch wheel.
+# Needs Node/npm (Deno comes from npm) and, for a real run, PyPI for the CUDA build of the pinned
+# torch==2.13.0 (adapters/deepspeed/requirements.txt; setup_deepspeed.sh refuses any other pin).
 # NOT RUN ON A GPU YET: docs/deepspeed.md, "On a GPU node", says what is known and what is not.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +18,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) dry=1 ;;
     --world-size) world="${2:-}"; shift ;;
-    -h | --help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check: unknown option $1 (--dry-run, --world-size N)" >&2; exit 2 ;;
   esac
   shift

@@ -298,7 +298,8 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
   }
   // Hashed before phase.json (the completion marker) is written: a kill meanwhile leaves an
   // incomplete phase, never a checkpoint recorded without its hashes.
-  const roots = status === "ok" ? checkpointRoots(spec.role, phaseOutputs(spec)) : [];
+  const outputs = phaseOutputs(spec);
+  const roots = status === "ok" ? checkpointRoots(spec.role, outputs) : [];
   await warm;
   const checkpointHashes = roots.length > 0 ? await hashCheckpoints(paths.dir, roots) : undefined;
   const summary: PhaseSummary = {
@@ -324,7 +325,7 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
     argv: spec.argv,
     cwd: spec.cwd,
     topology: spec.topology,
-    outputs: phaseOutputs(spec),
+    outputs,
     output_hashes: await hashPhaseOutputs(paths.dir, {
       metrics: paths.metricsFile,
       plan: paths.planOut,

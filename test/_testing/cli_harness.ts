@@ -44,6 +44,23 @@ export async function runCli(args: string[], env: Record<string, string> = {}): 
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
+/** `parity run <file> --results <results> --quiet`, each of `sets` as a `--set`. */
+export function runExperiment(
+  file: string,
+  results: string,
+  sets: string[] = [],
+  env: Record<string, string> = {},
+): Promise<CliRun> {
+  const overrides = sets.flatMap((s) => ["--set", s]);
+  return runCli(["run", file, "--results", results, "--quiet", ...overrides], env);
+}
+
+/**
+ * The CI schedule of the DeepSpeed experiments that train 100 steps and save after step 50: the
+ * same save, 10 resumed steps instead of 50 (the CI budget; docs/PERFORMANCE.md, "Test suite").
+ */
+export const TEN_RESUMED_STEPS = "schedule={steps: 60, save_at: 50}";
+
 /** Writes an experiment object as YAML into `dir` and returns its path. */
 export async function writeExperiment(
   dir: string,
