@@ -36,7 +36,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   presets: ["types", "affine"],
   parity: ["types", "format", "metrics"],
   charts: ["types", "format", "parity"],
-  report: ["types", "format", "parity", "charts"],
+  report: ["types", "format", "process", "parity", "charts"], // process: the redacting writer
   experiment: ["types", "presets"],
   pipeline: BELOW_PIPELINE,
   reproduce: ["types", "format", "process", "metrics", "parity", "experiment", "pipeline"],

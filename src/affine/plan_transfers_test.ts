@@ -3,7 +3,8 @@ import { attribution } from "./_testing.ts";
 import { InvalidMapError, InvalidReplicaPolicyError, PlanBudgetError } from "./affine_errors.ts";
 import { contiguousSplitMap, makePlacement, placementToMap, replicatedMap } from "./map.ts";
 import { coalesceSegments, planTransfers } from "./plan_transfers.ts";
-import type { ReplicaPolicy, ReplicaRequest, TransferSegmentDict } from "./plan_transfers.ts";
+import type { TransferSegmentDict } from "./plan_transfers.ts";
+import type { ReplicaPolicy, ReplicaRequest } from "./policies.ts";
 import { firstHolder } from "./policies.ts";
 import { DEFAULT_PLAN_BUDGET } from "./validate_map.ts";
 

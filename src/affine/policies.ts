@@ -15,14 +15,60 @@
 import { balanceSplits } from "./_balance.ts";
 import type { FlexibleRequest } from "./_balance.ts";
 import { AffineError } from "./affine_errors.ts";
-import type {
-  PolicyContext,
-  ReplicaAnswer,
-  ReplicaHolder,
-  ReplicaPart,
-  ReplicaPolicy,
-  ReplicaRequest,
-} from "./plan_transfers.ts";
+/** One holder of a requested region: its map location and, when mapped, its process. */
+export interface ReplicaHolder {
+  /** Source map location (rank) holding the region. */
+  location: number;
+  /** Process behind the location, present only when `sourceProcesses` was given. */
+  process?: number;
+}
+
+/** One region a target location needs, with its validated holders (DeepSpeed `ReplicaRequest`). */
+export interface ReplicaRequest {
+  /** Parameter name. */
+  parameter: string;
+  /** Target map location receiving the region. */
+  targetLocation: number;
+  /** Process behind the target location, present only when `targetProcesses` was given. */
+  targetProcess?: number;
+  /** First logical coordinate of the region. */
+  logicalOrigin: number[];
+  /** Extent of the region. */
+  shape: number[];
+  /** Size of the region in bytes (`numel × elementSize`). */
+  bytes: number;
+  /** Validated holders, sorted by location. */
+  holders: ReplicaHolder[];
+}
+
+/** One part of a split answer: a slab of the region along axis 0 read from one holder. */
+export interface ReplicaPart {
+  /** Holder location to read this part from. */
+  sourceLocation: number;
+  /** First logical coordinate of the part. */
+  logicalOrigin: number[];
+  /** Extent of the part (equal to the region's on every axis but 0). */
+  shape: number[];
+}
+
+/** A policy's answer for one request: a holder location, or parts cutting the region on axis 0. */
+export type ReplicaAnswer = number | readonly ReplicaPart[];
+
+/** What the planner tells a policy besides the requests. */
+export interface PolicyContext {
+  /** Smallest allowed part of a split, in bytes (0: no limit). */
+  minSplitBytes: number;
+}
+
+/**
+ * A batch replica policy: called once per sync with every request, in the fixed order
+ * (parameter, target location, origin); returns one answer per request. Must be deterministic:
+ * every rank has to reach the same answers from the same requests.
+ */
+export type ReplicaPolicy = (
+  requests: readonly ReplicaRequest[],
+  context: PolicyContext,
+) => unknown;
 
 /** The key a holder's send load is accounted under: its process, else its own location. */
 export function processKey(holder: ReplicaHolder): string {

@@ -2,7 +2,7 @@ import { deepEqual, equal, ok, throws } from "node:assert/strict";
 import { AffineError } from "./affine_errors.ts";
 import { contiguousSplitMap, replicatedMap } from "./map.ts";
 import { planTransfers } from "./plan_transfers.ts";
-import type { ReplicaPart, ReplicaRequest } from "./plan_transfers.ts";
+import type { ReplicaPart, ReplicaRequest } from "./policies.ts";
 import { buildPlanFile } from "./plan_file.ts";
 import {
   balanced,

@@ -12,23 +12,12 @@ import { PlaceholderError } from "./placeholders.ts";
 import { resolvePlan } from "./resolve_plan.ts";
 import { validateExperiment } from "./validate_experiment.ts";
 import { ExperimentFileError } from "./validation_errors.ts";
+import { seededRandom } from "../../test/_testing/seeded_random.ts";
 
 const ROOT = fileURLToPath(new URL("../../experiments/", import.meta.url));
 const SEED = Number(Deno.env.get("PARITY_FUZZ_SEED") ?? 20261130);
 const COUNT = Number(Deno.env.get("PARITY_FUZZ_COUNT") ?? 600);
 const TIME_BUDGET_MS = 20_000;
-
-/** mulberry32: a small seeded generator, so every run tries the same mutants. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Fragments that stress YAML and JSON parsers and the schema. */
 const TOKENS = [
@@ -165,7 +154,7 @@ function loadOne(name: string, text: string): "valid" | "refused" {
 Deno.test("fuzz: mutated experiment files load and validate, or are refused with a message", async () => {
   const files = await seeds();
   assert.ok(files.length >= 4, "example files to mutate");
-  const next = random(SEED);
+  const next = seededRandom(SEED); // every run tries the same mutants
   const counts = { valid: 0, refused: 0 };
   const started = performance.now();
   let tried = 0;

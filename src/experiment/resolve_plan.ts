@@ -25,6 +25,7 @@ import { phaseGraph, type PhaseNode } from "./phase_graph.ts";
 import { interpolate, interpolateArg } from "./placeholders.ts";
 import type { ExecutorEntry, Experiment, TrainerArgs } from "./schema.ts";
 import type { Diagnostic } from "../types/summary.ts";
+import { checkpointFolder, universalFolder } from "../types/checkpoint_folder.ts";
 
 /** Warning code of a command trainer's split without a completion marker (docs/parity.md). */
 export const NO_CHECKPOINT_MARKER = "no-checkpoint-marker";
@@ -76,12 +77,14 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
     ...(exp.trainer.topology_args ?? DEFAULT_TOPOLOGY_ARGS),
   ];
   const saved = pick(exp.trainer.args ?? {}, topologyKeys);
-  const tag = interpolate(exp.trainer.checkpoint_tag ?? "global_step${save_at}", {
-    save_at: String(exp.schedule.save_at),
-    steps: String(exp.schedule.steps),
-    seed: String(exp.seed),
-    experiment: exp.name,
-  });
+  const tag = exp.trainer.checkpoint_tag === undefined
+    ? checkpointFolder(exp.schedule.save_at)
+    : interpolate(exp.trainer.checkpoint_tag, {
+      save_at: String(exp.schedule.save_at),
+      steps: String(exp.schedule.steps),
+      seed: String(exp.seed),
+      experiment: exp.name,
+    });
   const paths = new Map<string, PhasePaths>();
   const phases = nodes.map((node) => {
     const own = phasePaths(exp, node, ctx.runDir, tag, (name) => paths.get(name));
@@ -212,7 +215,7 @@ function phasePaths(
   }
   if (node.role === "convert") {
     paths.native = splitTag;
-    paths.universal = join(dir, `global_step${exp.schedule.save_at}_universal`);
+    paths.universal = join(dir, universalFolder(exp.schedule.save_at));
   }
   if (node.role === "plan") {
     paths.native = splitTag;

@@ -14,7 +14,8 @@ import { SLURM_FILES } from "../executors/run_slurm_job.ts";
 import { canonicalJson } from "../experiment/mod.ts";
 import { PROJECT_DIR } from "../presets/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
-import { sha256Hex } from "./manifest.ts";
+import { expandEnv } from "./expand_env.ts";
+import { sha256Hex } from "./sha256.ts";
 import { type OutputHashes, outputsChanged } from "./output_hashes.ts";
 import {
   checkpointChanged,
@@ -81,14 +82,6 @@ async function hashTree(path: string, into: string[]): Promise<void> {
     names.push(e.name);
   }
   for (const name of names.sort()) await hashTree(join(path, name), into);
-}
-
-/** `$NAME` and `${env.NAME}` in a code input, expanded from `env` (unset names become empty). */
-export function expandEnv(text: string, env: Record<string, string>): string {
-  return text.replace(
-    /\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
-    (_m, a, b) => env[a ?? b] ?? "",
-  );
 }
 
 /**

@@ -10,8 +10,9 @@
 import { basename, dirname, join, resolve } from "node:path";
 import { redactEnv } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
-import { codeInputsDigest, expandEnv } from "./cache.ts";
-import { sha256Hex } from "./manifest.ts";
+import { codeInputsDigest } from "./cache.ts";
+import { expandEnv } from "./expand_env.ts";
+import { sha256Hex } from "./sha256.ts";
 
 /** Git state of one code input that lives in a git work tree. */
 export interface CodeInputGit {

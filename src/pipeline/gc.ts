@@ -29,6 +29,7 @@ import { acquireRunLock, LockHeldError, type RunLock } from "./lock.ts";
 import { ATTEMPT_DIR_PATTERN } from "./retry.ts";
 import { experimentFolderName, listRuns, writeJsonAtomic } from "./run_store.ts";
 import { bytes as formatBytes } from "../format/numbers.ts";
+import { isUniversalFolder } from "../types/checkpoint_folder.ts";
 
 /** Which checkpoints survive a collection. */
 export type KeepPolicy = "last" | "none";
@@ -110,7 +111,6 @@ const PROTECTED_NAMES = new Set([
   "plan.json",
   "target.json",
 ]);
-const UNIVERSAL_PATTERN = /^global_step\d+_universal$/;
 const RUN_ID_PATTERN = /^\d{8}T\d{6}Z-[0-9a-z]+$/;
 
 /**
@@ -406,7 +406,7 @@ async function checkpointCandidates(owner: string, phase: string): Promise<Candi
   for await (const entry of Deno.readDir(owner)) {
     if (!(entry.isDirectory || entry.isSymlink)) continue;
     if (entry.name === "checkpoints") found.set(join(owner, entry.name), "checkpoints");
-    else if (UNIVERSAL_PATTERN.test(entry.name)) found.set(join(owner, entry.name), "universal");
+    else if (isUniversalFolder(entry.name)) found.set(join(owner, entry.name), "universal");
   }
   // Declared outputs count only when they lie strictly inside this phase's own folder: a resume
   // phase declares the split's checkpoint folder (or the whole convert folder) as its input.

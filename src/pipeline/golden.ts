@@ -22,7 +22,8 @@ import {
   worstVerdict,
 } from "../types/summary.ts";
 import { type EnvironmentFacts, environmentKey } from "./environment.ts";
-import { experimentFolderName, writeTextAtomic } from "./run_store.ts";
+import { writeTextAtomic } from "../process/mod.ts";
+import { experimentFolderName } from "./run_store.ts";
 
 /** Where goldens live, relative to the working folder. */
 export const DEFAULT_GOLDENS_DIR = "experiments/goldens";

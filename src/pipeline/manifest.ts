@@ -67,13 +67,6 @@ export interface Manifest {
   clusters?: Record<string, ClusterRecord>;
 }
 
-/** SHA-256 of text or bytes, hex. */
-export async function sha256Hex(data: string | Uint8Array): Promise<string> {
-  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 async function git(args: string[]): Promise<string | null> {
   try {
     const out = await new Deno.Command("git", {

@@ -8,7 +8,7 @@
  */
 
 import { isAbsolute, join, relative, resolve, sep as SEP } from "node:path";
-import { sha256Hex } from "./manifest.ts";
+import { sha256Hex } from "./sha256.ts";
 
 /** `phase-folder-relative path → sha256` of a phase's judged outputs. */
 export type OutputHashes = Record<string, string>;

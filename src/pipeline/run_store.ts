@@ -6,8 +6,8 @@
  * @module
  */
 
-import { dirname, isAbsolute, join, relative, resolve, sep as SEP } from "node:path";
-import { HARNESS_REDACTION } from "../process/mod.ts";
+import { isAbsolute, join, relative, resolve, sep as SEP } from "node:path";
+import { HARNESS_REDACTION, writeTextAtomic } from "../process/mod.ts";
 
 /**
  * Folder-safe form of an experiment name: `name[k=v,k2=v2]` lives in `name@k=v,k2=v2`, and any
@@ -41,28 +41,6 @@ export function assertInside(root: string, path: string): void {
   const rel = relative(resolve(root), resolve(path));
   if (rel === "" || rel === ".." || rel.startsWith(`..${SEP}`) || isAbsolute(rel)) {
     throw new Error(`refusing to write outside the results folder: ${path}`);
-  }
-}
-
-let tmpSeq = 0;
-
-/**
- * Writes text atomically: a sibling temporary file renamed over the target. Each write has its
- * own temporary name, so concurrent writes of one file (parallel phases updating the manifest)
- * never rename each other's half-written file. When the write fails (full or read-only
- * filesystem) the temporary file is removed before the error is rethrown. The text passes
- * through the harness-wide redaction policy first (docs/security.md).
- */
-export async function writeTextAtomic(path: string, text: string): Promise<void> {
-  text = HARNESS_REDACTION.redactText(text);
-  await Deno.mkdir(dirname(path), { recursive: true });
-  const tmp = `${path}.${Deno.pid}.${++tmpSeq}.tmp`;
-  try {
-    await Deno.writeTextFile(tmp, text);
-    await Deno.rename(tmp, path);
-  } catch (error) {
-    await Deno.remove(tmp).catch(() => {}); // a full disk must not leave half a file behind
-    throw error;
   }
 }
 

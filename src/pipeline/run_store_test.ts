@@ -7,7 +7,6 @@ import {
   listRuns,
   newRunId,
   updateLatest,
-  writeTextAtomic,
 } from "./run_store.ts";
 
 Deno.test("newRunId() sorts by start time, even within one second", () => {
@@ -46,17 +45,4 @@ Deno.test("experimentFolderName() keeps glob syntax out of folder names", () => 
   assert.equal(experimentFolderName("ds[zero_stage=1]"), "ds@zero_stage=1");
   assert.equal(experimentFolderName("m[path=a/b,x=*?(+)]"), "m@path=a_b,x=_____");
   assert.equal(experimentFolderName("quickstart-v1.2"), "quickstart-v1.2");
-});
-
-Deno.test("writeTextAtomic() leaves no temporary file behind when the write fails", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    // The target is a non-empty folder: the temporary file is written, the rename fails.
-    await Deno.mkdir(join(dir, "summary.json", "inside"), { recursive: true });
-    await assert.rejects(() => writeTextAtomic(join(dir, "summary.json"), "{}\n"));
-    const left = [...Deno.readDirSync(dir)].map((e) => e.name);
-    assert.deepEqual(left, ["summary.json"]);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
 });

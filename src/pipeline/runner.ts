@@ -17,7 +17,7 @@ import {
   lossesCsv,
   type PhaseEvidence,
 } from "../parity/mod.ts";
-import { HARNESS_REDACTION, interruption } from "../process/mod.ts";
+import { HARNESS_REDACTION, interruption, writeTextAtomic } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import { describeEnvironmentError } from "./environment_error.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
@@ -28,7 +28,8 @@ import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
 import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
-import { gitState, HARNESS_VERSION, newManifest, sha256Hex } from "./manifest.ts";
+import { gitState, HARNESS_VERSION, newManifest } from "./manifest.ts";
+import { sha256Hex } from "./sha256.ts";
 import {
   computeKeys,
   executePhase,
@@ -46,7 +47,6 @@ import {
   newRunId,
   updateLatest,
   writeJsonAtomic,
-  writeTextAtomic,
 } from "./run_store.ts";
 import { EXIT_CODES, type RunSummary, type Verdict, worstVerdict } from "../types/summary.ts";
 

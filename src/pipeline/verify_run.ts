@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { checkpointProblem, type PhaseRecord } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
-import { sha256Hex } from "./manifest.ts";
+import { sha256Hex } from "./sha256.ts";
 import { outputsChanged } from "./output_hashes.ts";
 
 /**

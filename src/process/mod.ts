@@ -1,8 +1,8 @@
 /**
  * Process supervision for the harness: every phase is a child process in its own process group,
  * with its output streamed line by line to log files, a timeout that takes down the whole group,
- * forwarding of SIGINT/SIGTERM so nothing outlives the harness, progress display, and redaction of
- * secrets for manifests.
+ * forwarding of SIGINT/SIGTERM so nothing outlives the harness, progress display, redaction of
+ * secrets for manifests, and the one atomic (redacting) text writer.
  *
  * ```ts
  * import { installSignalHandlers, runChild } from "./mod.ts";
@@ -73,4 +73,5 @@ export {
   TOKEN_PATTERNS,
 } from "./redaction_policy.ts";
 export { groupMembers, reapGroup } from "./reap.ts";
+export { writeTextAtomic } from "./write_atomic.ts";
 export { type LiveChildControl, registerLiveChild } from "./_live_children.ts";

@@ -128,7 +128,10 @@ export interface GroupMeta {
   ranks: number[];
 }
 
-/** Name of the native tag folder of a step. */
+/**
+ * Name of the native tag folder of a step. The harness spells it in `types/checkpoint_folder.ts`;
+ * the trainer keeps its own because it may import only `affine` (the process contract).
+ */
 export function tagOf(step: number): string {
   return `global_step${step}`;
 }

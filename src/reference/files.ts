@@ -71,7 +71,11 @@ export function writeFolderAtomically(
   return target;
 }
 
-/** Writes a small text file atomically (temp file + rename), e.g. `latest`. */
+/**
+ * Writes a small text file atomically (temp file + rename), e.g. `latest`. The trainer keeps this
+ * writer apart from the harness's (`process/write_atomic.ts`, which redacts): it sits across the
+ * process contract, may import only `affine`, and writes no secrets.
+ */
 export function writeTextAtomically(path: string, text: string): void {
   const tmp = `${path}.tmp-${Deno.pid}`;
   Deno.writeTextFileSync(tmp, text);

@@ -92,7 +92,12 @@ export function hashJson(value: unknown): string {
   return new Hasher64().updateString(canonicalJson(value)).digest();
 }
 
-/** JSON with object keys sorted recursively (a stable text form for hashing). */
+/**
+ * JSON with object keys sorted recursively (a stable text form for hashing). The harness has its
+ * own (`experiment/canonical_json.ts`); this one stays apart because the trainer sits across the
+ * process contract and may import only `affine`, and because its text feeds the digests stored
+ * in checkpoints, which must not move when the harness changes its cache keys.
+ */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v) => {
     if (v && typeof v === "object" && !Array.isArray(v)) {

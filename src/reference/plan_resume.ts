@@ -18,8 +18,7 @@ import { describeTopology, readNative } from "./checkpoint.ts";
 import { CheckpointError, UsageError } from "./trainer_errors.ts";
 import { canonicalJson } from "./hash.ts";
 import type { Layout } from "./layout.ts";
-import type { ResumeRequest } from "./resume.ts";
-import type { LoadedCheckpoint, ShardSet } from "./state.ts";
+import type { LoadedCheckpoint, ResumeRequest, ShardSet } from "./state.ts";
 
 /** Reads a plan file; every problem is a checkpoint error naming the file. */
 export async function readPlanForResume(path: string): Promise<PlanFile> {

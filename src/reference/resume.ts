@@ -14,18 +14,8 @@ import { CheckpointError, UsageError } from "./trainer_errors.ts";
 import { isDir, isFile, NATIVE_MARKER, UNIVERSAL_MARKER } from "./files.ts";
 import type { Layout } from "./layout.ts";
 import { loadThroughPlan } from "./plan_resume.ts";
-import type { LoadedCheckpoint } from "./state.ts";
+import type { LoadedCheckpoint, ResumeRequest } from "./state.ts";
 import { loadUniversal } from "./universal.ts";
-
-/** What a loader is given. */
-export interface ResumeRequest {
-  /** Checkpoint folder (already resolved through `latest`/`latest_universal`). */
-  path: string;
-  /** Target layout: the topology this run trains on. */
-  layout: Layout;
-  /** `--plan` file, when given. */
-  plan: string | null;
-}
 
 /** Produces the target topology's shards from a checkpoint. */
 export type ResumeLoader = (request: ResumeRequest) => LoadedCheckpoint | Promise<LoadedCheckpoint>;

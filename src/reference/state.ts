@@ -88,6 +88,16 @@ export interface LoadedCheckpoint {
   shards: Map<string, ShardSet>;
 }
 
+/** What a resume loader (`resume.ts`) is given. */
+export interface ResumeRequest {
+  /** Checkpoint folder (already resolved through `latest`/`latest_universal`). */
+  path: string;
+  /** Target layout: the topology this run trains on. */
+  layout: Layout;
+  /** `--plan` file, when given. */
+  plan: string | null;
+}
+
 /** Sets the module copy from the fp32 master (bf16 rounding or a plain copy). */
 export function refreshModule(layout: Layout, ps: ParamState): void {
   for (let p = 0; p < ps.fp32.length; p++) {

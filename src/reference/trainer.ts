@@ -8,7 +8,7 @@
  * @module
  */
 
-import { saveNative } from "./checkpoint.ts";
+import { saveNative, tagOf } from "./checkpoint.ts";
 import { HYPER, MODEL, type TrainOptions } from "./config.ts";
 import { freshSampler, makeDataset } from "./data.ts";
 import { Engine, type UpdateTweak } from "./engine.ts";
@@ -192,7 +192,7 @@ function save(
   sink.write({
     event: "saved",
     step: state.common.globalStep,
-    tag: `global_step${state.common.globalStep}`,
+    tag: tagOf(state.common.globalStep),
     path,
     grad_accum: opts.gradAccum,
     micro_step: state.common.microStep,

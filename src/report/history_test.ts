@@ -3,7 +3,8 @@ import { captureConsole } from "../../test/_testing/capture_console.ts";
 import { parse } from "csv-parse/sync";
 import type { RunSummary } from "../types/summary.ts";
 import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
-import { appendHistory, HISTORY_COLUMNS, readHistory, trendPoints } from "./history.ts";
+import { appendHistory, HISTORY_COLUMNS, readHistory } from "./history.ts";
+import { trendPoints } from "./history_page.ts";
 import { main } from "../cli/main.ts";
 import { decodePng } from "../../test/_testing/decode_png.ts";
 

@@ -5,7 +5,8 @@ import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
 import { renderRun } from "./render_run.ts";
 import { htmlTable } from "./html.ts";
 import { scriptJson, scriptText } from "./_page.ts";
-import { appendHistory, renderHistoryView } from "./history.ts";
+import { appendHistory } from "./history.ts";
+import { renderHistoryView } from "./history_page.ts";
 
 const TEST_OUTPUT = new URL("../../test_output/", import.meta.url);
 

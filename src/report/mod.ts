@@ -43,11 +43,9 @@ export {
   historyPath,
   type HistoryRow,
   historyRows,
-  type HistoryViewOptions,
   readHistory,
-  renderHistoryView,
-  trendPoints,
 } from "./history.ts";
+export { type HistoryViewOptions, renderHistoryView, trendPoints } from "./history_page.ts";
 export { compactUtc, SUITE_MARKER, type SuiteEntry, writeSuiteIndex } from "./suite.ts";
 export { renderRun, type RenderRunOptions, resolveRunDir, runCharts } from "./render_run.ts";
 export type { Cell, Table } from "./_tables.ts";

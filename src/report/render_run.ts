@@ -12,7 +12,7 @@ import { renderHtml } from "./html.ts";
 import { renderJunit } from "./junit.ts";
 import { type LoadedRun, loadRun } from "./load_run.ts";
 import { chartLinks, renderMarkdown } from "./markdown.ts";
-import { writeTextAtomic } from "./_write.ts";
+import { writeTextAtomic } from "../process/mod.ts";
 
 async function exists(path: string): Promise<boolean> {
   try {

@@ -14,9 +14,10 @@ import { duration } from "../format/numbers.ts";
 import { escapeHtml, verdictLabel } from "./_format.ts";
 import { renderJunit } from "./junit.ts";
 import { badge, htmlPage } from "./_page.ts";
-import { type HistoryRow, previousRun, readHistory, renderHistoryView } from "./history.ts";
+import { type HistoryRow, previousRun, readHistory } from "./history.ts";
+import { renderHistoryView } from "./history_page.ts";
 import { COMMENT_BUDGET, fitComment, mdText, runLinkResolver } from "./markdown.ts";
-import { writeTextAtomic } from "./_write.ts";
+import { writeTextAtomic } from "../process/mod.ts";
 
 /**
  * The invisible marker of a suite's index.md, which a CI job searches for to update its one pull

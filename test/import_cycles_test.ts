@@ -1,0 +1,95 @@
+/**
+ * No two modules of `src/` import each other, directly or round a longer loop: a circle means two
+ * files share one job, and it makes the load order decide which of them sees the other's exports.
+ * Type-only imports count too. Test files and test helpers are exempt, as in the layers test.
+ */
+
+import assert from "node:assert/strict";
+import { dirname, join, relative, resolve } from "node:path";
+import { PROJECT } from "./_testing/cli_harness.ts";
+
+const SRC = join(PROJECT, "src");
+
+/**
+ * Circles another slice of issue 24 removes (the executor interface takes `PhaseContext` and
+ * `PhaseState` out of `phase_execution.ts`); delete an entry once its circle is gone.
+ */
+const PENDING: readonly string[][] = [["pipeline/phase_execution.ts", "pipeline/slurm_phase.ts"]];
+
+function isTestCode(path: string): boolean {
+  return /_test\.ts$|(^|\/)_test|(^|\/)_testing|\/testdata\//.test(path);
+}
+
+async function* sources(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory) yield* sources(path);
+    else if (entry.name.endsWith(".ts")) yield path;
+  }
+}
+
+/** Module → the modules it imports statically (`import`, `import type`, `export … from`). */
+async function importGraph(): Promise<Map<string, string[]>> {
+  const graph = new Map<string, string[]>();
+  for await (const file of sources(SRC)) {
+    const rel = relative(SRC, file);
+    if (isTestCode(rel)) continue;
+    // Comments go first: a JSDoc example imports its own module.
+    const text = (await Deno.readTextFile(file)).replace(/\/\*[\s\S]*?\*\//g, "")
+      .replace(/^\s*\/\/.*$/gm, "");
+    const targets = new Set<string>();
+    for (const [, spec] of text.matchAll(/(?:from|^import)\s+"(\.[^"]+)"/gm)) {
+      const target = relative(SRC, resolve(dirname(file), spec));
+      if (!isTestCode(target)) targets.add(target);
+    }
+    graph.set(rel, [...targets].sort());
+  }
+  return graph;
+}
+
+/** The strongly connected components of more than one module, or of one importing itself. */
+function circles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>(), low = new Map<string, number>();
+  const stack: string[] = [], onStack = new Set<string>(), out: string[][] = [];
+  let next = 0;
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (graph.get(v) ?? []).includes(v)) out.push(component.sort());
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v);
+  return out;
+}
+
+Deno.test("no two modules of src/ import each other, directly or round a loop", async () => {
+  const pending = new Set(PENDING.map((c) => c.join(" ")));
+  assert.deepEqual(circles(await importGraph()).filter((c) => !pending.has(c.join(" "))), []);
+});
+
+Deno.test("the circle check finds a loop of three and a direct pair", () => {
+  const graph = new Map([
+    ["a.ts", ["b.ts"]],
+    ["b.ts", ["c.ts"]],
+    ["c.ts", ["a.ts", "d.ts"]],
+    ["d.ts", ["e.ts"]],
+    ["e.ts", ["d.ts"]],
+    ["f.ts", []],
+  ]);
+  assert.deepEqual(circles(graph), [["d.ts", "e.ts"], ["a.ts", "b.ts", "c.ts"]]);
+});
