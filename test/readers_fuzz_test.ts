@@ -18,7 +18,7 @@ import { parseTensorboard } from "../src/metrics/tensorboard.ts";
 import { judgeSeries } from "../src/parity/evaluate.ts";
 import { unionWindow } from "../src/parity/lanes.ts";
 import type { Diagnostic } from "../src/types/summary.ts";
-import { rng } from "../src/affine/_testing.ts";
+import { seededRandom } from "./_testing/seeded_random.ts";
 
 const CASES = Number(Deno.env.get("PARITY_FUZZ_CASES") ?? 10_000);
 const TESTDATA = new URL("../src/metrics/testdata/", import.meta.url).pathname;
@@ -206,7 +206,7 @@ for (const target of await targets()) {
     const original = target.parse(target.files);
     assert.ok(original.steps.length >= 6 && !original.diagnostics.some((d) => d.level === "error"));
     assert.equal(judge(original, original).verdict, "PASS", "the unmutated evidence passes");
-    const random = rng(0x26 + target.name.length);
+    const random = seededRandom(0x26 + target.name.length);
     const outcomes: Record<string, number> = {};
     const codes: Record<string, number> = {};
     for (let n = 0; n < CASES; n++) {

@@ -16,7 +16,7 @@
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
 import { leftovers, processesOf } from "../../test/_testing/leftovers.ts";
-import { rng } from "../../src/affine/_testing.ts";
+import { seededRandom } from "../../test/_testing/seeded_random.ts";
 
 const { values } = parseArgs({
   options: {
@@ -28,7 +28,7 @@ const { values } = parseArgs({
 });
 const PROJECT = resolve(import.meta.dirname!, "../..");
 const kills = Number(values.kills);
-const random = rng(Number(values.seed));
+const random = seededRandom(Number(values.seed));
 const root = resolve(values.results ?? await Deno.makeTempDir({ prefix: "parity-kill-" }));
 const QUICKSTART = join(PROJECT, "experiments/quickstart.yaml");
 

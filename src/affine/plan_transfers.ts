@@ -30,14 +30,7 @@ import {
 import type { ParamAffineMap } from "./map.ts";
 import { numelOf, rowMajorStrides } from "./map.ts";
 import { localFirstLeastLoaded, perRequest } from "./policies.ts";
-import type {
-  PolicyContext,
-  ReplicaAnswer,
-  ReplicaHolder,
-  ReplicaPart,
-  ReplicaPolicy,
-  ReplicaRequest,
-} from "./policies.ts";
+import type { ReplicaHolder, ReplicaPolicy, ReplicaRequest } from "./policies.ts";
 import { frameAddress, normalizeMapRegions, resolveBudget } from "./validate_map.ts";
 import type { MapFrame, MapRegion, PlanBudget } from "./validate_map.ts";
 export { coalesceSegments, compareSegments, type TransferSegmentDict } from "./_coalesce.ts";

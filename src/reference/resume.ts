@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { loadNative } from "./checkpoint.ts";
 import { CheckpointError, UsageError } from "./trainer_errors.ts";
 import { isDir, isFile, NATIVE_MARKER, UNIVERSAL_MARKER } from "./files.ts";
-import type { Layout } from "./layout.ts";
 import { loadThroughPlan } from "./plan_resume.ts";
 import type { LoadedCheckpoint, ResumeRequest } from "./state.ts";
 import { loadUniversal } from "./universal.ts";
