@@ -12,9 +12,6 @@
 
 import { InvalidMapError } from "./affine_errors.ts";
 
-/** Version of the map encoding this module reads and writes. */
-export const AFFINE_MAP_FORMAT_VERSION = 1;
-
 /** One block of the logical tensor as held in one shard. */
 export interface AffinePiece {
   /** Extent of the block, shared by both views. */
@@ -492,13 +489,6 @@ export function uniformPlacement(numExperts: number, epSize: number): PlacementD
     numExperts,
     Array.from({ length: epSize }, (_, r) => Array.from({ length: per }, (_, i) => r * per + i)),
   );
-}
-
-/** Expert ids of one EP rank in local packed order, keyed by the explicit `rank` field. */
-export function expertsForRank(d: PlacementDescriptor, rank: number): number[] {
-  const entry = d.ranks.find((r) => r.rank === rank);
-  if (!entry) throw new InvalidMapError(`placement has no EP rank ${rank}`);
-  return entry.experts;
 }
 
 /** For each expert, the sorted EP ranks that hold it. */

@@ -17,7 +17,6 @@
 import {
   boxesOverlap,
   boxIntersection,
-  boxSubtract,
   boxToString,
   compareCoords,
   forEachOverlap,
@@ -656,27 +655,6 @@ function differentLocations(side: string, frame: MapFrame, actual: number[]): In
       frame.locations.join(", ")
     }], held by [${actual.join(", ")}]`,
   );
-}
-
-/**
- * Whether the union of `boxes` covers `region`, by box subtraction (DeepSpeed `_covers_union`):
- * replica overlap is never counted twice and no element is enumerated.
- */
-export function coversUnion(region: Box, boxes: readonly Box[], budget: PlanBudget): boolean {
-  let uncovered: Box[] = region.extent.some((e) => e === 0) ? [] : [region];
-  let checks = 0;
-  for (const box of boxes) {
-    if (uncovered.length === 0) return true;
-    const remaining: Box[] = [];
-    for (const gap of uncovered) {
-      if (++checks > budget.maxPairChecks) {
-        throw new PlanBudgetError(`coverage checks exceed maxPairChecks ${budget.maxPairChecks}`);
-      }
-      remaining.push(...boxSubtract(gap, box));
-    }
-    uncovered = remaining;
-  }
-  return uncovered.length === 0;
 }
 
 /**

@@ -52,19 +52,6 @@ export const CONFIG = {
   title: { fontSize: 14, subtitleFontSize: 11, anchor: "start" },
 };
 
-/**
- * A symlog constant that makes the smallest positive value stand clear of zero: below the
- * constant the scale is linear, above it logarithmic.
- */
-export function symlogConstant(values: Iterable<number>, fallback = 1): number {
-  let smallest = Number.POSITIVE_INFINITY;
-  for (const v of values) {
-    const a = Math.abs(v);
-    if (a > 0 && Number.isFinite(a) && a < smallest) smallest = a;
-  }
-  return Number.isFinite(smallest) ? smallest / 2 : fallback;
-}
-
 /** Index of `step` in ascending `steps`, or -1. */
 export function indexOfStep(steps: readonly number[], step: number | null | undefined): number {
   if (step === null || step === undefined) return -1;

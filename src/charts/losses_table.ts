@@ -68,11 +68,6 @@ export function parseLossesCsv(text: string): LossTable {
   return { steps, phases, columns };
 }
 
-/** Reads and parses `<path>` as `losses.csv`. */
-export async function readLossesCsv(path: string): Promise<LossTable> {
-  return parseLossesCsv(await Deno.readTextFile(path));
-}
-
 /**
  * The steps where `phase` has a value, with those values (empty when the phase is absent).
  */

@@ -74,12 +74,6 @@ function ready(): Promise<Uint8Array> {
   return wasmPromise.then(() => fontPromise!);
 }
 
-/** Warnings raised while compiling or rendering a spec (kept out of the console). */
-export interface RenderWarnings {
-  /** Messages, in order. */
-  messages: string[];
-}
-
 function collectingLogger(warnings: string[]) {
   let level = 0;
   const logger = {

@@ -1,6 +1,3 @@
-/** A path into a parsed file: object keys and list indices. */
-export type PathSegments = readonly (string | number)[];
-
 /** `["trainer", "command", 3]` → `trainer.command[3]`. */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = "";
@@ -9,13 +6,6 @@ export function formatPath(path: readonly PropertyKey[]): string {
     else out += out === "" ? String(segment) : `.${String(segment)}`;
   }
   return out;
-}
-
-/** Joins a formatted prefix and a formatted suffix (`a.b` + `c[1]` → `a.b.c[1]`). */
-export function joinPath(prefix: string, suffix: string): string {
-  if (prefix === "") return suffix;
-  if (suffix === "") return prefix;
-  return suffix.startsWith("[") ? prefix + suffix : `${prefix}.${suffix}`;
 }
 
 /** Whether `value` is a plain mapping (not a list, not null). */

@@ -12,7 +12,7 @@ function defOf(schema: z.ZodType): AnyDef {
 }
 
 /** Strips optional/default/nullable/pipe wrappers. */
-export function unwrapSchema(schema: z.ZodType): z.ZodType {
+function unwrapSchema(schema: z.ZodType): z.ZodType {
   let current = schema;
   for (;;) {
     const def = defOf(current);
@@ -67,7 +67,7 @@ export function declaredKeysAt(root: z.ZodType, path: readonly (string | number)
 }
 
 /** Keys declared by object schemas among `schemas` (unions contribute every branch). */
-export function declaredKeys(schemas: z.ZodType[]): string[] {
+function declaredKeys(schemas: z.ZodType[]): string[] {
   const keys = new Set<string>();
   const visit = (schema: z.ZodType) => {
     const def = defOf(unwrapSchema(schema));

@@ -19,7 +19,7 @@ import {
 } from "./input_limits.ts";
 
 /** Whether a file name is read as JSON (by extension); everything else is read as YAML. */
-export function isJsonFileName(name: string): boolean {
+function isJsonFileName(name: string): boolean {
   return name.toLowerCase().endsWith(".json");
 }
 

@@ -53,7 +53,7 @@ export type TemplatePart = { text: string } | { name: string; optional?: boolean
  *
  * @throws {PlaceholderError} for `${` without `}` or an empty `${}`.
  */
-export function parseTemplate(template: string): TemplatePart[] {
+function parseTemplate(template: string): TemplatePart[] {
   const parts: TemplatePart[] = [];
   let text = "";
   let i = 0;

@@ -50,7 +50,7 @@ export function decodeFields(buf: Uint8Array): ProtoField[] {
 }
 
 /** Reads a varint at `pos`; returns [value, next position]. */
-export function readVarint(buf: Uint8Array, pos: number): [number, number] {
+function readVarint(buf: Uint8Array, pos: number): [number, number] {
   let value = 0;
   let scale = 1;
   for (let i = 0; i < 10; i++) {

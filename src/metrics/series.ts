@@ -104,11 +104,6 @@ export function emptySeries(diagnostics: Diagnostic[] = []): MetricSeries {
   return { steps: new Float64Array(0), values: {}, present: {}, events: [], diagnostics };
 }
 
-/** Metric names of a series, in first-seen order. */
-export function metricNames(series: MetricSeries): string[] {
-  return Object.keys(series.values);
-}
-
 /** Index of `step` in `series.steps` (binary search), or -1. */
 export function indexOfStep(series: MetricSeries, step: number): number {
   const steps = series.steps;

@@ -106,7 +106,7 @@ export async function hashCheckpoints(
 export type CheckpointHasher = Awaited<ReturnType<typeof createXXHash128>>;
 
 /** Streams one file through XXH3-128; size, mtime and inode come from the open handle. */
-export async function hashCheckpointFile(
+async function hashCheckpointFile(
   path: string,
   hasher?: CheckpointHasher,
 ): Promise<CheckpointFileRecord> {

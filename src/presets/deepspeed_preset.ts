@@ -28,7 +28,7 @@ const PYTHON = join(DEEPSPEED_VENV, "bin/python");
  * by one DeepSpeed version is resumed or converted by another (`tools/setup_deepspeed.sh --venv`
  * builds a second pinned venv).
  */
-export function deepspeedVenv(args: Readonly<Record<string, unknown>>): string {
+function deepspeedVenv(args: Readonly<Record<string, unknown>>): string {
   const venv = args.venv;
   if (typeof venv !== "string" || venv === "") return DEEPSPEED_VENV;
   return isAbsolute(venv) ? venv : join(PROJECT_DIR, venv);

@@ -46,7 +46,6 @@ export {
   installSignalHandlers,
   type Interruption,
   interruption,
-  killAllChildren,
   type LiveChildInfo,
   liveChildren,
   resetInterruption,

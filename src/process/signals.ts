@@ -182,11 +182,6 @@ export function liveChildren(): LiveChildInfo[] {
   return liveControls().map(({ pid, argv, startedAt }) => ({ pid, argv, startedAt }));
 }
 
-/** SIGKILL every live child group immediately (synchronous). Also runs on the `unload` event. */
-export function killAllChildren(): void {
-  killAllLiveNow();
-}
-
 /** Signals received since the handlers were installed; the third one forces an exit. */
 let signalsReceived = 0;
 

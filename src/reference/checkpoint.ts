@@ -137,17 +137,17 @@ export function tagOf(step: number): string {
 }
 
 /** Optimizer-state file of a data-parallel rank. */
-export function optimFileName(rank: number): string {
+function optimFileName(rank: number): string {
   return `zero_pp_rank_${rank}_mp_rank_00_optim_states.safetensors`;
 }
 
 /** ZeRO-3 model-states file of a data-parallel rank. */
-export function zero3ModelFileName(rank: number): string {
+function zero3ModelFileName(rank: number): string {
   return `zero_pp_rank_${rank}_mp_rank_00_model_states.safetensors`;
 }
 
 /** Per-EP-rank module file (ZeRO 1/2). */
-export function expertFileName(epRank: number): string {
+function expertFileName(epRank: number): string {
   return `expp_rank_${epRank}_mp_rank_00_model_states.safetensors`;
 }
 
@@ -155,7 +155,7 @@ export function expertFileName(epRank: number): string {
 export const MODEL_FILE = "mp_rank_00_model_states.safetensors";
 
 /** The regex key DeepSpeed uses for a parameter in `affine_map.params`. */
-export function affineKey(name: string): string {
+function affineKey(name: string): string {
   return `^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`;
 }
 
@@ -176,7 +176,7 @@ function moduleTensor(precision: "fp32" | "bf16", shape: number[], values: Float
 }
 
 /** Builds the metadata of a state about to be saved. */
-export function nativeMeta(
+function nativeMeta(
   state: TrainState,
   opts: { gradAccum: number; seed: number; steps: number },
 ): NativeMeta {
@@ -431,7 +431,7 @@ function f32Of(t: Tensor | undefined, where: string, n: number): Float32Array {
 }
 
 /** Source topology described by native metadata (placement validated). */
-export function topologyOfMeta(meta: NativeMeta, where: string): Topology {
+function topologyOfMeta(meta: NativeMeta, where: string): Topology {
   try {
     return {
       worldSize: meta.topology.world_size,
@@ -455,7 +455,7 @@ export function checkModel(model: unknown, where: string): void {
 }
 
 /** Parses the stored affine maps of every parameter, matching names against the regex keys. */
-export function storedMaps(
+function storedMaps(
   meta: NativeMeta,
   names: string[],
   where: string,
@@ -483,7 +483,7 @@ export function storedMaps(
 }
 
 /** Common state recorded in native metadata (per-rank RNG states must agree). */
-export function commonOfMeta(meta: NativeMeta, where: string): CommonState {
+function commonOfMeta(meta: NativeMeta, where: string): CommonState {
   const rngs = meta.rng_states ?? [];
   if (rngs.length !== meta.topology.world_size) {
     throw new CheckpointError(

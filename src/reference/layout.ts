@@ -82,7 +82,7 @@ export function edpRanks(topology: Topology, epRank: number): number[] {
 }
 
 /** The affine map over EP ranks of one parameter under a topology. */
-export function paramMap(spec: ParamSpec, topology: Topology): ParamAffineMap {
+function paramMap(spec: ParamSpec, topology: Topology): ParamAffineMap {
   const P = topology.epSize;
   switch (spec.kind) {
     case "dense":
@@ -95,7 +95,7 @@ export function paramMap(spec: ParamSpec, topology: Topology): ParamAffineMap {
 }
 
 /** Checks a topology against the model; every problem is a usage error (exit 2). */
-export function validateTopology(topology: Topology, model: ModelConfig): void {
+function validateTopology(topology: Topology, model: ModelConfig): void {
   const { worldSize: W, epSize: P, placement } = topology;
   if (!Number.isInteger(W) || W < 1 || W > 256) {
     throw new UsageError(`--world-size must be an integer in [1, 256], got ${W}`);

@@ -21,7 +21,7 @@ import type { Layout } from "./layout.ts";
 import type { LoadedCheckpoint, ResumeRequest, ShardSet } from "./state.ts";
 
 /** Reads a plan file; every problem is a checkpoint error naming the file. */
-export async function readPlanForResume(path: string): Promise<PlanFile> {
+async function readPlanForResume(path: string): Promise<PlanFile> {
   try {
     return await readPlanFile(path);
   } catch (e) {
@@ -48,7 +48,7 @@ export interface PlanSide {
  *
  * @throws {CheckpointError} naming the first parameter that does not fit.
  */
-export function checkPlanMaps(
+function checkPlanMaps(
   plan: PlanFile,
   planPath: string,
   layout: Layout,

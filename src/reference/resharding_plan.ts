@@ -61,7 +61,7 @@ export function epRankProcesses(epSize: number): Map<number, number> {
 }
 
 /** Looks a replica policy up by name; an unknown name is a usage error listing the known ones. */
-export function replicaPolicyByName(name: string): ReturnType<typeof getReplicaPolicy> {
+function replicaPolicyByName(name: string): ReturnType<typeof getReplicaPolicy> {
   try {
     return getReplicaPolicy(name);
   } catch (e) {
@@ -83,7 +83,7 @@ export function replicaPolicyByName(name: string): ReturnType<typeof getReplicaP
  * @throws {CheckpointError} missing, incomplete or corrupt checkpoint metadata.
  * @throws {TrainerError} the planner refuses the pair of layouts.
  */
-export function planFromCheckpoint(opts: CheckpointPlanOptions): PlanFile {
+function planFromCheckpoint(opts: CheckpointPlanOptions): PlanFile {
   const policy = replicaPolicyByName(opts.policy);
   const targetLayout = buildLayout(opts.target, MODEL);
   const source = readNativeMetadata(opts.sourceCheckpoint);
@@ -140,7 +140,7 @@ export async function writeVerifiedPlan(path: string, plan: PlanFile): Promise<P
 }
 
 /** Reads a `--target` file into a topology (keys other than the topology's are ignored). */
-export function readTargetTopology(path: string): Topology {
+function readTargetTopology(path: string): Topology {
   let text: string;
   try {
     text = Deno.readTextFileSync(path);

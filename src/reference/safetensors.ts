@@ -185,8 +185,3 @@ export function decodeSafetensors(bytes: Uint8Array, where: string): Safetensors
   }
   return { tensors, metadata };
 }
-
-/** Reads and validates a safetensors file. */
-export function readSafetensorsFile(path: string): SafetensorsFile {
-  return decodeSafetensors(Deno.readFileSync(path), path);
-}

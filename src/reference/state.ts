@@ -182,7 +182,7 @@ export function stateFromLoaded(layout: Layout, loaded: LoadedCheckpoint): Train
  * Hashes the logical tensor behind per-EP-rank shards. Replicas that agree hash as the logical
  * tensor (so digests compare across topologies); replicas that disagree hash differently.
  */
-export function hashLogical(h: Hasher64, map: ParamAffineMap, shards: Float32Array[]): void {
+function hashLogical(h: Hasher64, map: ParamAffineMap, shards: Float32Array[]): void {
   const byRank = new Map<number, Float32Array>();
   shards.forEach((s, p) => {
     if (map.ranks.has(p)) byRank.set(p, s);
@@ -201,7 +201,7 @@ export function hashLogical(h: Hasher64, map: ParamAffineMap, shards: Float32Arr
 }
 
 /** Digest of one tensor component (fp32, exp_avg, ...) over every parameter. */
-export function componentDigest(
+function componentDigest(
   layout: Layout,
   params: Map<string, ParamState>,
   pick: (ps: ParamState) => Float32Array[],

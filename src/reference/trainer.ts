@@ -34,7 +34,7 @@ export interface TrainIo {
 }
 
 /** Applies the load-side faults to restored common state (what a buggy resume forgets). */
-export function applyLoadFault(
+function applyLoadFault(
   common: CommonState,
   fault: string | null,
   opts: TrainOptions,
@@ -59,7 +59,7 @@ export function applyLoadFault(
  * The optimiser departures of the subtle load-side faults: they touch no saved state, so every
  * digest matches and only the loss can tell.
  */
-export function updateTweak(fault: string | null): UpdateTweak {
+function updateTweak(fault: string | null): UpdateTweak {
   if (fault === "lr-scaled-on-resume") return { lrScale: 1.001 };
   if (fault === "weight-decay-dropped") return { hyper: { ...HYPER, weightDecay: 0 } };
   return {};
@@ -70,7 +70,7 @@ export function updateTweak(fault: string | null): UpdateTweak {
  * local expert takes its Adam moments from EP rank 0's first local expert — the off-by-one-rank
  * bug of a reshard that indexes source files by the target's EP rank.
  */
-export function swapExpertMoments(state: TrainState): void {
+function swapExpertMoments(state: TrainState): void {
   const { layout, params } = state;
   if (layout.topology.epSize < 2) return;
   const first = (p: number) => layout.slots[p].findIndex((slot) => slot === 0);

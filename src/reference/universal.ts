@@ -208,7 +208,7 @@ export interface UniversalCheckpoint {
 }
 
 /** Reads and validates a universal folder. */
-export function readUniversal(folder: string): UniversalCheckpoint {
+function readUniversal(folder: string): UniversalCheckpoint {
   const { files } = readVerifiedFolder(folder, UNIVERSAL_MARKER);
   const where = join(folder, "common_state.json");
   const raw = files.get("common_state.json");

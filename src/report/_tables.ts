@@ -66,7 +66,7 @@ export function verdictCell(verdict: Verdict | "N/A", suffix = ""): Cell {
  * the verdict changed, `max abs was …` when only the size changed, `unchanged`, or
  * `new comparison`.
  */
-export function versusPrevious(previous: PreviousRun, cmp: ComparisonSummary): string {
+function versusPrevious(previous: PreviousRun, cmp: ComparisonSummary): string {
   const before = previous.comparisons.get(cmp.name);
   if (before === undefined) return "new comparison";
   if (before.comparison_verdict !== cmp.verdict) return `was ${before.comparison_verdict || "—"}`;
@@ -285,7 +285,7 @@ export function diagnosticsTable(run: LoadedRun): Table {
 }
 
 /** Status of a phase with its emoji (failed and timeout phases are ERROR evidence). */
-export function phaseStatus(p: PhaseSummary): string {
+function phaseStatus(p: PhaseSummary): string {
   const icon = { ok: "✅", failed: "💥", timeout: "⏱️", skipped: "⏭️" }[p.status] ?? "";
   return `${icon} ${p.status}`;
 }
@@ -366,7 +366,7 @@ export interface DetailRow {
  * The per-step values around the first divergence (`radius` steps each side, inside the compared
  * window), read from the stored series (`losses.csv` for `loss`).
  */
-export function divergenceDetail(run: LoadedRun, cmp: ComparisonSummary, radius = 5): DetailRow[] {
+function divergenceDetail(run: LoadedRun, cmp: ComparisonSummary, radius = 5): DetailRow[] {
   const step = cmp.first_divergent_step;
   if (step === null) return [];
   const sa = run.series(cmp.a, cmp.metric);

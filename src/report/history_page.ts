@@ -42,7 +42,7 @@ function runLink(r: HistoryRow): string | null {
  * History rows as a report table, newest first. With `links`, the run cell links to the run's
  * report.html (relative to `<results>/history/`).
  */
-export function historyTable(rows: HistoryRow[], links = false): Table {
+function historyTable(rows: HistoryRow[], links = false): Table {
   const sorted = [...rows].sort((a, b) => b.time.localeCompare(a.time));
   const v = (s: string): Cell =>
     s === "PASS" || s === "FAIL" || s === "ERROR" || s === "ABSTAIN"

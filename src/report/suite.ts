@@ -41,7 +41,7 @@ export function compactUtc(date: Date): string {
 }
 
 /** Entries ordered worst verdict first (FAIL, ERROR, ABSTAIN, PASS), then by experiment name. */
-export function sortSuite(entries: SuiteEntry[]): SuiteEntry[] {
+function sortSuite(entries: SuiteEntry[]): SuiteEntry[] {
   return [...entries].sort((a, b) =>
     VERDICT_RANK[b.summary.verdict] - VERDICT_RANK[a.summary.verdict] ||
     a.experiment.localeCompare(b.experiment)

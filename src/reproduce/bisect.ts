@@ -210,7 +210,7 @@ function shown(path: string): string {
 }
 
 /** The verdict card of a commit: verdict, first failing comparison, state checks, report. */
-export function verdictCard(step: BisectStep): string[] {
+function verdictCard(step: BisectStep): string[] {
   const s = step.summary;
   const lines = [`  verdict ${s.verdict} (exit ${s.exit_code})`];
   const failing = s.comparisons.find((c) => c.verdict !== "PASS");

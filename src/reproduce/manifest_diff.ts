@@ -23,7 +23,7 @@ export interface EnvironmentDifference {
 export const NOT_RECORDED = "(not recorded)";
 
 /** The comparable fields of a manifest, flattened, with `runDir` replaced by `<run>`. */
-export function manifestFacts(manifest: Manifest, runDir: string): Map<string, string> {
+function manifestFacts(manifest: Manifest, runDir: string): Map<string, string> {
   const out = new Map<string, string>();
   const put = (field: string, value: unknown) => {
     if (value === undefined) return;
