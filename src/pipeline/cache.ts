@@ -10,6 +10,7 @@
 
 import { join, relative, resolve } from "node:path";
 import { isSecretName, reapGroup } from "../process/mod.ts";
+import { LOCAL_FILES } from "../executors/local.ts";
 import { SLURM_FILES } from "../executors/run_slurm_job.ts";
 import { canonicalJson } from "../experiment/mod.ts";
 import { PROJECT_DIR } from "../presets/mod.ts";
@@ -239,7 +240,7 @@ export async function findCachedPhase(
 }
 
 /** File in a phase folder naming the pid (and process group) of its running child. */
-export const CHILD_PID_FILE = "child.pid";
+export const CHILD_PID_FILE: string = LOCAL_FILES.pid;
 
 /**
  * Cleans up after a harness that died mid-phase (killed, crashed, rebooted): phase folders of
