@@ -10,16 +10,16 @@
  *    `kind`;
  * 2. `src/experiment/schema.ts` (its member of `ExecutorSchema`, what the file may say) and
  *    `resolveExecutor` in `src/experiment/resolve_plan.ts` (that input → its settings);
- * 3. `src/executors/<kind>.ts`: one file exporting a factory `(settings) => Executor`;
+ * 3. `src/executors/<kind>.ts`: one file exporting its {@linkcode ExecutorRegistration} (a factory
+ *    `(settings) => Executor`, and the launch record file if its work outlives the harness);
  * 4. `src/executors/registry.ts`: one registration line (the compiler asks for it once the
  *    `ExecutorSpec` member exists).
  *
  * Its user-facing keys are documented in docs/experiment-files.md (`executor`). Nothing in
- * `src/pipeline/` changes: retries (`infra`), `phase.json`, the console and re-attaching to work
- * an earlier harness left running all go through this interface. Two things are still Slurm's
- * by name there: the `slurm` part of a result (the manifest's `clusters`, `phase.json`'s `slurm`),
- * and `pipeline/cache.ts`, which leaves a folder holding `slurm_job.json` for re-attachment
- * instead of moving it aside: an executor with a `reattach` of its own adds its record file there.
+ * `src/pipeline/` changes: retries (`infra`), `phase.json`, the console, the stray-folder sweep
+ * and re-attaching to work an earlier harness left running all go through this interface. The
+ * one part still named for its executor is the `slurm` part of a result (the manifest's
+ * `clusters`, `phase.json`'s `slurm`): a new executor with details of its own adds its part.
  *
  * @module
  */
@@ -110,4 +110,15 @@ export function phaseLogs(phase: PhaseSpec): { stdoutPath: string; stderrPath: s
     stdoutPath: join(phase.paths.dir, "stdout.log"),
     stderrPath: join(phase.paths.dir, "stderr.log"),
   };
+}
+
+/** What `registry.ts` registers for one executor kind. */
+export interface ExecutorRegistration<S> {
+  /** Builds the executor for a phase's resolved settings. */
+  create(settings: S): Executor;
+  /**
+   * Executors with a {@linkcode Executor.reattach}: the file their launch record leaves in a phase
+   * folder. An incomplete folder holding one waits for re-attachment instead of being moved aside.
+   */
+  launchRecordFile?: string;
 }

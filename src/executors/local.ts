@@ -9,7 +9,12 @@
 import { join } from "node:path";
 import { runChild } from "../process/mod.ts";
 import type { LocalExecutorSpec, PhaseSpec } from "../types/phase_spec.ts";
-import { type ExecutionResult, type Executor, phaseLogs } from "./executor.ts";
+import {
+  type ExecutionResult,
+  type Executor,
+  type ExecutorRegistration,
+  phaseLogs,
+} from "./executor.ts";
 
 /** Files the local executor keeps in a phase folder. */
 export const LOCAL_FILES = {
@@ -21,6 +26,9 @@ export const LOCAL_FILES = {
 export function localExecutor(_settings: LocalExecutorSpec): Executor {
   return { run: runLocal };
 }
+
+/** The local executor's registration (`registry.ts`). */
+export const LOCAL_EXECUTOR: ExecutorRegistration<LocalExecutorSpec> = { create: localExecutor };
 
 async function runLocal(phase: PhaseSpec): Promise<ExecutionResult> {
   const result = await runChild({

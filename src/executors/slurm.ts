@@ -8,7 +8,12 @@
 
 import { join } from "node:path";
 import type { PhaseSpec, SlurmExecutorSpec } from "../types/phase_spec.ts";
-import type { EarlierLaunch, ExecutionContext, Executor } from "./executor.ts";
+import type {
+  EarlierLaunch,
+  ExecutionContext,
+  Executor,
+  ExecutorRegistration,
+} from "./executor.ts";
 import { phaseLogs } from "./executor.ts";
 import { runSlurmJob, SLURM_FILES, type SlurmJobOptions } from "./run_slurm_job.ts";
 import { cancelJob, queryJob } from "./slurm_cli.ts";
@@ -42,6 +47,12 @@ export function slurmExecutor(settings: SlurmExecutorSpec): Executor {
     },
   };
 }
+
+/** The Slurm executor's registration (`registry.ts`): its jobs outlive the harness. */
+export const SLURM_EXECUTOR: ExecutorRegistration<SlurmExecutorSpec> = {
+  create: slurmExecutor,
+  launchRecordFile: SLURM_FILES.record,
+};
 
 /** What every Slurm job of a phase runs and where its files go. */
 function jobOptions(

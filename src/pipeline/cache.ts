@@ -11,7 +11,7 @@
 import { join, relative, resolve } from "node:path";
 import { isSecretName, reapGroup } from "../process/mod.ts";
 import { LOCAL_FILES } from "../executors/local.ts";
-import { SLURM_FILES } from "../executors/run_slurm_job.ts";
+import { LAUNCH_RECORD_FILES } from "../executors/registry.ts";
 import { canonicalJson } from "../experiment/mod.ts";
 import { PROJECT_DIR } from "../presets/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
@@ -268,7 +268,8 @@ export async function quarantineIncomplete(
       const dir = join(phasesDir, e.name);
       if (await pathExists(join(dir, "phase.json"))) continue;
       // A Slurm job outlives its harness: the next run attaches to it (pipeline/slurm_phase.ts).
-      if (await pathExists(join(dir, SLURM_FILES.record))) continue;
+      const launched = await Promise.all(LAUNCH_RECORD_FILES.map((f) => pathExists(join(dir, f))));
+      if (launched.some(Boolean)) continue;
       const pid = Number(
         (await Deno.readTextFile(join(dir, CHILD_PID_FILE)).catch(() => "")).trim(),
       );
