@@ -25,6 +25,7 @@ import {
   slurmClient,
   unhealthyNodes,
 } from "./slurm_cli.ts";
+import type { ExecutionResult, SlurmJobDetails } from "./executor.ts";
 import { batchScript } from "./slurm_script.ts";
 import { baseState, isActiveState, isInfraState, jobOutcome } from "./slurm_states.ts";
 
@@ -70,32 +71,8 @@ export interface SlurmJobOptions {
   onRequeue?: (message: string) => void;
 }
 
-/** How the job ended, shaped like a local child's result. */
-export interface SlurmJobResult {
-  /** `ok`, `failed`, `timeout` or `interrupted`. */
-  status: ChildStatus;
-  /** The command's exit code when known. */
-  exitCode: number | null;
-  /** Always null (the harness does not signal the job's processes itself). */
-  signal: null;
-  /** Seconds from submission (or attachment) until the job ended. */
-  wallS: number;
-  /** One line: what Slurm said and why. */
-  message: string;
-  /** Last lines of the job's stdout and stderr, then the Slurm outcome line. */
-  logTail: string;
-  /** Node failure or preemption: flaky infrastructure for the retry policy. */
-  infra: boolean;
-  /** The job, as last seen (id null when the submission failed). */
-  job: {
-    id: string | null;
-    state: string;
-    reason: string;
-    nodes: string;
-    partition: string;
-    restarts: number;
-  };
-}
+/** How the job ended: the executors' one result, with the job as last seen (id null when the submission failed). */
+export type SlurmJobResult = ExecutionResult & { signal: null; slurm: SlurmJobDetails };
 
 /** Consecutive failed state queries before the job is given up as lost. */
 const MAX_UNREACHABLE = 30;
@@ -130,7 +107,7 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
       message,
       logTail: tail,
       infra,
-      job: { ...job, restarts: last.restarts },
+      slurm: { ...job, restarts: last.restarts },
     };
   };
   if (interruption()) {

@@ -13,6 +13,7 @@
 import { isAbsolute, join, resolve } from "node:path";
 import { argText, type PresetDescriptor, presetNamed, topologyArgs } from "../presets/mod.ts";
 import type {
+  ExecutorSpec,
   LaneChoice,
   MetricsSpec,
   PhasePaths,
@@ -107,7 +108,10 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
     }]
     : [];
   // Slurm phases wait in the cluster's queue, not on this machine: up to max_jobs at once.
-  const maxJobs = Math.max(0, ...phases.map((p) => p.executor?.maxJobs ?? 0));
+  const maxJobs = Math.max(
+    0,
+    ...phases.map((p) => p.executor.kind === "slurm" ? p.executor.maxJobs : 0),
+  );
   return {
     experiment: exp.name,
     runDir: ctx.runDir,
@@ -308,7 +312,7 @@ function compilePhase(
   const vars = phaseVars(exp, node, paths, ctx.harnessEnv);
   // Only a launcher preset's trainer starts a launcher (one per node); its converter and planner
   // are single processes that must not run once per node.
-  const executor = slurmExecutor(
+  const executor = resolveExecutor(
     node.resume?.executor ?? entry.executor ?? exp.executor,
     (preset?.launcher ?? false) && node.tool === "trainer",
   );
@@ -317,7 +321,7 @@ function compilePhase(
     vars,
     args: node.args,
     elementSize: exp.plan_sync?.element_size ?? 4,
-    nodes: executor?.srun ? executor.nodes ?? 1 : 1,
+    nodes: executor.kind === "slurm" && executor.srun ? executor.nodes ?? 1 : 1,
   };
   const argv = preset
     ? preset.argv(presetCtx)
@@ -348,6 +352,7 @@ function compilePhase(
     timeoutS: entry.timeout,
     keyed: keyedCommand(argv, env, vars),
     paths,
+    executor,
     codeInputs: [
       ...(entry.code_inputs ?? []),
       ...(preset?.codeInputs ?? []),
@@ -364,7 +369,6 @@ function compilePhase(
   const marker = entry.checkpoint_marker ?? preset?.checkpointMarker;
   if (node.role === "split" && marker) spec.checkpointMarker = marker;
   if (entry.retry) spec.retry = entry.retry;
-  if (executor) spec.executor = executor;
   if (node.tool === "planner") {
     const { fault: _fault, ...target } = node.args;
     spec.target = target;
@@ -372,12 +376,9 @@ function compilePhase(
   return spec;
 }
 
-/** The Slurm settings of a phase, or undefined when it runs locally. */
-function slurmExecutor(
-  entry: ExecutorEntry | undefined,
-  launcher: boolean,
-): SlurmExecutorSpec | undefined {
-  if (entry?.kind !== "slurm") return undefined;
+/** Where a phase runs: the file's executor entry resolved, local when none says otherwise. */
+function resolveExecutor(entry: ExecutorEntry | undefined, launcher: boolean): ExecutorSpec {
+  if (entry?.kind !== "slurm") return { kind: "local" };
   const spec: SlurmExecutorSpec = {
     kind: "slurm",
     extraArgs: [...entry.extra_args],

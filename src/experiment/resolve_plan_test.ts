@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { REFERENCE_CLI } from "../presets/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import type { PhaseSpec, SlurmExecutorSpec } from "../types/phase_spec.ts";
 import { resolvePlan } from "./resolve_plan.ts";
 import { ExperimentObjectSchema } from "./schema.ts";
 
@@ -12,6 +12,12 @@ function experiment(extra: Record<string, unknown>) {
     resume: { native: { from: "native" }, universal: { from: "universal" } },
     ...extra,
   });
+}
+
+/** A phase's Slurm settings (fails when it runs locally). */
+function slurmOf(spec: PhaseSpec): SlurmExecutorSpec {
+  assert.equal(spec.executor.kind, "slurm", `${spec.name} runs on Slurm`);
+  return spec.executor as SlurmExecutorSpec;
 }
 
 const placement = {
@@ -269,10 +275,10 @@ Deno.test("resolvePlan(): executor per experiment, overridden per program and pe
     srun: false,
     maxJobs: 6,
   });
-  assert.equal(by.get("convert")!.executor, undefined);
-  assert.equal(by.get("resume-native")!.executor!.nodes, 2);
-  assert.equal(by.get("resume-native")!.executor!.srun, true);
-  assert.equal(by.get("resume-universal")!.executor!.partition, "gpu");
+  assert.deepEqual(by.get("convert")!.executor, { kind: "local" });
+  assert.equal(slurmOf(by.get("resume-native")!).nodes, 2);
+  assert.equal(slurmOf(by.get("resume-native")!).srun, true);
+  assert.equal(slurmOf(by.get("resume-universal")!).partition, "gpu");
   assert.equal(plan.parallel, 6); // Slurm phases queue up to max_jobs at once
   const local = resolvePlan(
     experiment({
@@ -285,7 +291,7 @@ Deno.test("resolvePlan(): executor per experiment, overridden per program and pe
       harnessEnv: {},
     },
   );
-  assert.ok(local.phases.every((s) => s.executor === undefined));
+  assert.ok(local.phases.every((s) => s.executor.kind === "local"));
   assert.equal(local.parallel, 1);
   const deepspeed = resolvePlan(
     experiment({
@@ -295,7 +301,7 @@ Deno.test("resolvePlan(): executor per experiment, overridden per program and pe
     }),
     { runDir: "/r", baseDir: "/exp", harnessEnv: {} },
   );
-  assert.equal(deepspeed.phases[0].executor!.srun, true); // its torchrun runs under srun
+  assert.equal(slurmOf(deepspeed.phases[0]).srun, true); // its torchrun runs under srun
 });
 
 Deno.test("resolvePlan(): a deepspeed trainer on two Slurm nodes starts one torchrun per node", () => {
@@ -310,11 +316,11 @@ Deno.test("resolvePlan(): a deepspeed trainer on two Slurm nodes starts one torc
   );
   const by = new Map(plan.phases.map((s) => [s.name, s]));
   const baseline = by.get("baseline")!;
-  assert.equal(baseline.executor!.srun, true);
+  assert.equal(slurmOf(baseline).srun, true);
   // The preset's flags for 2 nodes (deepspeed_preset_test.ts has the whole line).
   assert.deepEqual(baseline.argv.slice(1, 5), ["--nnodes", "2", "--nproc-per-node", "2"]);
   // The converter is one process: under srun it would run once per node, into one folder.
-  assert.equal(by.get("convert")!.executor!.srun, false);
+  assert.equal(slurmOf(by.get("convert")!).srun, false);
   const local = resolvePlan(
     experiment({
       executor: { kind: "slurm", nodes: 2, srun: false },

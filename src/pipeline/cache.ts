@@ -10,7 +10,8 @@
 
 import { join, relative, resolve } from "node:path";
 import { isSecretName, reapGroup } from "../process/mod.ts";
-import { SLURM_FILES } from "../executors/run_slurm_job.ts";
+import { LOCAL_FILES } from "../executors/local.ts";
+import { LAUNCH_RECORD_FILES } from "../executors/registry.ts";
 import { canonicalJson } from "../experiment/mod.ts";
 import { PROJECT_DIR } from "../presets/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
@@ -232,7 +233,7 @@ export async function findCachedPhase(
 }
 
 /** File in a phase folder naming the pid (and process group) of its running child. */
-export const CHILD_PID_FILE = "child.pid";
+export const CHILD_PID_FILE: string = LOCAL_FILES.pid;
 
 /**
  * Cleans up after a harness that died mid-phase (killed, crashed, rebooted): phase folders of
@@ -260,7 +261,8 @@ export async function quarantineIncomplete(
       const dir = join(phasesDir, e.name);
       if (await pathExists(join(dir, "phase.json"))) continue;
       // A Slurm job outlives its harness: the next run attaches to it (pipeline/slurm_phase.ts).
-      if (await pathExists(join(dir, SLURM_FILES.record))) continue;
+      const launched = await Promise.all(LAUNCH_RECORD_FILES.map((f) => pathExists(join(dir, f))));
+      if (launched.some(Boolean)) continue;
       const pid = Number(
         (await Deno.readTextFile(join(dir, CHILD_PID_FILE)).catch(() => "")).trim(),
       );

@@ -7,7 +7,9 @@
  */
 
 import { join } from "node:path";
-import { interruption, runChild } from "../process/mod.ts";
+import { executorFor } from "../executors/registry.ts";
+import type { ExecutionResult } from "../executors/executor.ts";
+import { interruption } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
 import { checkpointRoots, missingArtifact, phaseOutputs } from "./artifacts.ts";
@@ -23,7 +25,13 @@ import { checkPlanFile } from "./plan_check.ts";
 import type { Progress } from "./run_progress.ts";
 import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
 import { writeJsonAtomic } from "./run_store.ts";
-import { attachEarlierJob, infraRetry, runSlurmAttempt, slurmSummary } from "./slurm_phase.ts";
+import {
+  attachEarlierJob,
+  executionContext,
+  infraRetry,
+  recordCluster,
+  slurmSummary,
+} from "./slurm_phase.ts";
 import { hashPhaseOutputs, notReused } from "./output_hashes.ts";
 import {
   type CheckpointVerifyMode,
@@ -140,8 +148,8 @@ export async function executePhase(
 ): Promise<void> {
   const { spec } = state;
   const cacheOnly = !selected.has(spec.name);
-  // A job an earlier harness left in the Slurm queue completes that run's phase: reused below.
-  if (spec.executor && !cacheOnly) await attachEarlierJob(state, ctx);
+  // Work an earlier harness left running (a Slurm job) completes that run's phase: reused below.
+  if (!cacheOnly) await attachEarlierJob(state, ctx);
   if (!state.forced || cacheOnly) {
     const hit = await findCachedPhase(
       ctx.experimentDir,
@@ -244,24 +252,17 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
   // The checkpoint is hashed once the child is done: compile the hash meanwhile.
   const warm = spec.role === "split" || spec.role === "convert" ? warmCheckpointHasher() : null;
   const retries: { attempt: number; matched: string; message: string }[] = [];
+  const executor = executorFor(spec.executor);
   let attempt = 1;
-  let result;
+  let result: ExecutionResult;
   for (;;) {
     if (spec.target && paths.target) await writeJsonAtomic(paths.target, spec.target);
     const follow = spec.tool === "trainer"
       ? progress.followMetrics(spec.name, paths.metricsFile, spec.stopAt)
       : progress.phaseStart(spec.name);
-    result = spec.executor ? await runSlurmAttempt(state, ctx) : await runChild({
-      argv: spec.argv,
-      env: spec.env,
-      cwd: spec.cwd,
-      timeoutMs: spec.timeoutS * 1000,
-      stdoutPath: join(paths.dir, "stdout.log"),
-      stderrPath: join(paths.dir, "stderr.log"),
-      // Lets a later run reap this group if the harness dies without stopping it.
-      onSpawn: (pid) => Deno.writeTextFileSync(join(paths.dir, CHILD_PID_FILE), `${pid}\n`),
-    });
+    result = await executor.run(spec, executionContext(state, ctx));
     await follow.stop();
+    await recordCluster(ctx, spec.name, result);
     const status = childStatus(result.status);
     const decision = result.status === "interrupted"
       ? { retry: false }
@@ -318,7 +319,7 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
   state.summary = summary;
   await writeJsonAtomic(join(paths.dir, "phase.json"), {
     ...summary,
-    ...("job" in result ? slurmSummary(result) : {}),
+    ...slurmSummary(result),
     signal: result.signal,
     started_at: startedAt.toISOString(),
     finished_at: new Date().toISOString(),

@@ -37,7 +37,7 @@ export interface PhasePreview {
   lane?: PhaseSpec["lane"];
   /** Its cache key. */
   cache_key: string;
-  /** Slurm settings when it runs as a batch job (absent: a local child). */
+  /** Where it runs, unless a local child (absent then, as in earlier previews). */
   executor?: PhaseSpec["executor"];
   /** The earlier run folder it would be reused from, or null when it would run. */
   cached_from: string | null;
@@ -84,7 +84,7 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
       topology: spec.topology,
       ...(spec.lane ? { lane: spec.lane } : {}),
       cache_key: key,
-      ...(spec.executor ? { executor: spec.executor } : {}),
+      ...(spec.executor.kind !== "local" ? { executor: spec.executor } : {}),
       cached_from: hit && !hit.artifactsMissing ? hit.runDir : null,
     });
   }
@@ -107,7 +107,7 @@ export function formatPlanPreview(preview: PlanPreview): string {
       lines.push(`  topology: ${JSON.stringify(p.topology)}`);
     }
     if (p.lane) lines.push(`  lane vs baseline: ${p.lane.lane} (${p.lane.reason})`);
-    if (p.executor) lines.push(`  executor: slurm ${JSON.stringify(p.executor)}`);
+    if (p.executor) lines.push(`  executor: ${p.executor.kind} ${JSON.stringify(p.executor)}`);
     lines.push(`  cwd: ${p.cwd}`);
     lines.push(`  argv: ${p.argv.map(quoteArg).join(" ")}`);
     for (const [k, v] of Object.entries(p.env).sort(([a], [b]) => a.localeCompare(b))) {

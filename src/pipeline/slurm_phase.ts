@@ -1,7 +1,8 @@
 /**
- * The pipeline's side of the Slurm executor (docs/slurm.md): one attempt of a phase as a batch
- * job, its record in the phase folder and the manifest, the retry of node failures and
- * preemptions, and re-attaching to jobs an earlier harness submitted and did not see end.
+ * The pipeline's side of the executors (src/executors): what it hands one attempt (the launch
+ * record, its writer, the console), the Slurm job's record in the manifest and `phase.json`, the
+ * retry of node failures and preemptions, and re-attaching to work an earlier harness launched
+ * and did not see end (executors with a `reattach`, i.e. Slurm; docs/slurm.md).
  *
  * A phase folder holding `slurm_job.json` but no `phase.json` belongs to a harness that died
  * (SIGKILL, reboot) while its job was queued or running. The next run of the experiment, before
@@ -15,22 +16,23 @@
  */
 
 import { join, relative } from "node:path";
-import { cancelJob, queryJob, schedulerVersion } from "../executors/slurm_cli.ts";
-import { runSlurmJob, SLURM_FILES, type SlurmJobResult } from "../executors/run_slurm_job.ts";
-import { isActiveState } from "../executors/slurm_states.ts";
+import type { ExecutionContext, ExecutionResult, SlurmJobDetails } from "../executors/executor.ts";
+import { executorFor } from "../executors/registry.ts";
+import { schedulerVersion } from "../executors/slurm_cli.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { ClusterRecord } from "./manifest.ts";
 import type { RetryDecision, RetryPolicy } from "./retry.ts";
 import type { PhaseContext, PhaseState } from "./phase_execution.ts";
-import { listRuns, pathExists, readJsonIfExists, writeJsonAtomic } from "./run_store.ts";
+import { listRuns, pathExists, writeJsonAtomic } from "./run_store.ts";
 import { hashPhaseOutputs } from "./output_hashes.ts";
 import { checkpointRoots, phaseOutputs } from "./artifacts.ts";
 import { hashCheckpoints } from "./checkpoint_hashes.ts";
 
-/** What `slurm_job.json` holds. */
-export interface SlurmJobFile {
-  /** The job. */
-  job_id: string;
+/**
+ * What the pipeline asks an executor to keep with its launch handle (`slurm_job.json` beside
+ * `job_id` and `submitted_at`): enough for a later harness to complete the phase.
+ */
+export interface LaunchRecord {
   /** Phase name. */
   phase: string;
   /** Its role. */
@@ -39,43 +41,30 @@ export interface SlurmJobFile {
   cache_key: string;
   /** Phases it consumed. */
   consumes: string[];
-  /** When it was submitted. */
-  submitted_at: string;
   /** The `outputs` its phase.json will carry. */
   outputs: Record<string, string | undefined>;
 }
 
-/** One attempt of a Slurm phase in its own folder: submit, record the job id, follow it. */
-export async function runSlurmAttempt(
-  state: PhaseState,
-  ctx: PhaseContext,
-): Promise<SlurmJobResult> {
+/** The pipeline's side of an attempt on any executor: launch record, atomic writer, console. */
+export function executionContext(state: PhaseState, ctx: PhaseContext): ExecutionContext {
   const { spec } = state;
-  const dir = spec.paths.dir;
-  const result = await runSlurmJob({
-    ...jobOptions(spec),
-    onSubmit: async (jobId) => {
-      const record: SlurmJobFile = {
-        job_id: jobId,
-        phase: spec.name,
-        role: spec.role,
-        cache_key: state.key,
-        consumes: spec.consumes,
-        submitted_at: new Date().toISOString(),
-        outputs: phaseOutputs(spec),
-      };
-      await writeJsonAtomic(join(dir, SLURM_FILES.record), record);
-      ctx.progress.note(`${spec.name}: submitted Slurm job ${jobId}`);
-    },
-    onRequeue: (message) => ctx.progress.note(`${spec.name}: ${message}`),
-  });
-  await recordCluster(ctx, spec.name, result);
-  return result;
+  const launchRecord: LaunchRecord = {
+    phase: spec.name,
+    role: spec.role,
+    cache_key: state.key,
+    consumes: spec.consumes,
+    outputs: phaseOutputs(spec),
+  };
+  return {
+    launchRecord: { ...launchRecord },
+    writeJson: writeJsonAtomic,
+    note: (message) => ctx.progress.note(message),
+  };
 }
 
-/** The phase.json entry of a Slurm attempt. */
-export function slurmSummary(result: SlurmJobResult): Record<string, unknown> {
-  return { slurm: { ...result.job, infra: result.infra } };
+/** The phase.json entry of an attempt that ran as a Slurm job (nothing for other executors). */
+export function slurmSummary(result: ExecutionResult): Record<string, unknown> {
+  return result.slurm ? { slurm: { ...result.slurm, infra: result.infra } } : {};
 }
 
 /**
@@ -86,24 +75,24 @@ export function slurmSummary(result: SlurmJobResult): Record<string, unknown> {
 export function infraRetry(
   retry: RetryPolicy | undefined,
   attempt: number,
-  result: object,
+  result: Partial<ExecutionResult>,
 ): RetryDecision | undefined {
-  if (!("infra" in result) || !result.infra || !retry || attempt >= retry.attempts) {
-    return undefined;
-  }
-  const state = (result as SlurmJobResult).job.state || "node failure";
+  if (!result.infra || !retry || attempt >= retry.attempts) return undefined;
+  const state = result.slurm?.state || "node failure";
   return { retry: true, matched: `Slurm ${state}`, match: state };
 }
 
-async function recordCluster(ctx: PhaseContext, phase: string, result: SlurmJobResult) {
-  if (!result.job.id) return;
+/** Records the Slurm job of a phase in the manifest (`clusters`), when there is one. */
+export async function recordCluster(ctx: PhaseContext, phase: string, result: ExecutionResult) {
+  const job: SlurmJobDetails | undefined = result.slurm;
+  if (!job?.id) return;
   const record: ClusterRecord = {
     scheduler: await schedulerVersion(),
-    job_id: result.job.id,
-    partition: result.job.partition,
-    nodes: result.job.nodes,
-    state: result.job.state,
-    restarts: result.job.restarts,
+    job_id: job.id,
+    partition: job.partition,
+    nodes: job.nodes,
+    state: job.state,
+    restarts: job.restarts,
   };
   (ctx.manifest.clusters ??= {})[phase] = record;
   await writeJsonAtomic(ctx.manifestPath, ctx.manifest);
@@ -117,30 +106,26 @@ async function recordCluster(ctx: PhaseContext, phase: string, result: SlurmJobR
 export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Promise<boolean> {
   // --force: the phase runs again, so a job an earlier harness left is cancelled, not followed.
   const { spec } = state;
+  const reattach = executorFor(spec.executor).reattach;
+  if (!reattach) return false; // its work died with the harness that launched it
   const runs = (await listRuns(ctx.experimentDir)).reverse();
   for (const runDir of runs) {
     if (runDir === ctx.runDir) continue;
     const dir = join(runDir, "phases", spec.name);
     if (await pathExists(join(dir, "phase.json"))) continue;
-    let record: SlurmJobFile | undefined;
-    try {
-      record = await readJsonIfExists<SlurmJobFile>(join(dir, SLURM_FILES.record));
-    } catch {
-      continue;
-    }
-    if (!record) continue;
+    const launch = await reattach.find(dir);
+    if (!launch) continue;
+    const record = launch.record as unknown as LaunchRecord;
     const where = relative(ctx.experimentDir, dir);
     if (record.cache_key !== state.key || state.forced) {
-      const job = await queryJob(record.job_id);
-      if (typeof job === "object" && isActiveState(job.state)) {
-        await cancelJob(record.job_id);
+      if (await reattach.cancel(launch)) {
         const why = state.forced ? "the phase is forced" : "its inputs changed";
-        ctx.progress.note(`cancelled Slurm job ${record.job_id} of ${where}: ${why}`);
+        ctx.progress.note(`cancelled Slurm job ${launch.handle} of ${where}: ${why}`);
       }
       if (!(await pathExists(`${dir}.incomplete`))) await Deno.rename(dir, `${dir}.incomplete`);
       continue;
     }
-    ctx.progress.note(`${spec.name}: attaching to Slurm job ${record.job_id} of ${where}`);
+    ctx.progress.note(`${spec.name}: attaching to Slurm job ${launch.handle} of ${where}`);
     // The job's output files hold everything: copy them into fresh phase logs.
     for (const log of ["stdout.log", "stderr.log"]) {
       await Deno.remove(join(dir, log)).catch(() => {});
@@ -148,11 +133,7 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
     const follow = spec.tool === "trainer" && record.outputs.metrics
       ? ctx.progress.followMetrics(spec.name, record.outputs.metrics, spec.stopAt)
       : ctx.progress.phaseStart(spec.name);
-    const result = await runSlurmJob({
-      ...jobOptions(spec),
-      attach: record.job_id,
-      onRequeue: (message) => ctx.progress.note(`${spec.name}: ${message}`),
-    });
+    const result = await reattach.attach(spec, launch, executionContext(state, ctx));
     await follow.stop();
     await recordCluster(ctx, spec.name, result);
     if (result.status === "interrupted") return false;
@@ -182,24 +163,8 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
       }),
       ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
     });
-    ctx.progress.note(`${spec.name}: Slurm job ${record.job_id} ended: ${result.message}`);
+    ctx.progress.note(`${spec.name}: Slurm job ${launch.handle} ended: ${result.message}`);
     return true;
   }
   return false;
-}
-
-/** What every Slurm job of a phase runs and where its files go. */
-function jobOptions(spec: PhaseSpec) {
-  const dir = spec.paths.dir;
-  return {
-    phase: spec.name,
-    argv: spec.argv,
-    env: spec.env,
-    cwd: spec.cwd,
-    slurm: spec.executor!,
-    timeoutS: spec.timeoutS,
-    dir,
-    stdoutPath: join(dir, "stdout.log"),
-    stderrPath: join(dir, "stderr.log"),
-  };
 }

@@ -5,7 +5,7 @@ Deno.test("infraRetry: node failure and preemption are retried while attempts re
   const retry = { attempts: 2, on: ["NCCL timeout"] };
   const job = (state: string, infra: boolean) => ({
     infra,
-    job: { id: "1", state, reason: "", nodes: "", partition: "", restarts: 0 },
+    slurm: { id: "1", state, reason: "", nodes: "", partition: "", restarts: 0 },
   });
   assert.deepEqual(infraRetry(retry, 1, job("NODE_FAIL", true)), {
     retry: true,

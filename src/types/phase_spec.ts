@@ -121,14 +121,23 @@ export interface PhaseSpec {
   retry?: { attempts: number; on: string[] };
   /** Planner phases: the target topology document written to `paths.target`. */
   target?: Record<string, unknown>;
-  /** Run as a Slurm batch job instead of a local child (absent: local). */
-  executor?: SlurmExecutorSpec;
+  /** Where it runs, resolved once (`executor: {kind: local}` unless the file says otherwise). */
+  executor: ExecutorSpec;
 }
 
 /**
- * A phase run as a Slurm batch job (`executor: {kind: slurm}`; docs/slurm.md). Phases without
- * one run as local children.
+ * Where a phase runs: one member per executor in `src/executors/registry.ts`, told apart by
+ * `kind` (a new executor adds its settings here; see that module).
  */
+export type ExecutorSpec = LocalExecutorSpec | SlurmExecutorSpec;
+
+/** A phase run as a local child process in its own process group (the default). */
+export interface LocalExecutorSpec {
+  /** Always `local`. */
+  kind: "local";
+}
+
+/** A phase run as a Slurm batch job (`executor: {kind: slurm}`; docs/slurm.md). */
 export interface SlurmExecutorSpec {
   /** Always `slurm`. */
   kind: "slurm";
