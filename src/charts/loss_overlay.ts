@@ -25,16 +25,22 @@ import {
   bottomLegend,
   type ChartSpec,
   CONFIG,
-  FAIL_COLOR,
   HEIGHT,
   indexOfStep,
-  INTERACTIVE_ONLY,
   SCHEMA_URL,
   stepAxis,
   WIDTH,
-  xZoom,
   ZOOM_HELP,
 } from "./_spec.ts";
+import {
+  baselineLayer,
+  divergenceMarkers,
+  envelopeLayer,
+  hoverLayer,
+  type LineStyle,
+  saveRule,
+  seriesLayer,
+} from "./_overlay_layers.ts";
 
 /** One line of the overlay. */
 export interface OverlaySeries {
@@ -85,14 +91,6 @@ export interface OverlayGroup {
   /** The series (of the first phase). */
   series: OverlaySeries;
 }
-
-/** Dash patterns by series index (the baseline, index 0, is drawn solid and wide). */
-const DASHES = [[1, 0], [1, 0], [7, 3], [3, 2], [10, 2, 2, 2], [5, 5], [2, 4], [12, 3], [
-  6,
-  2,
-  2,
-  2,
-]];
 
 /** Points per line in a panel above which lines are drawn solid (dashes would blur them). */
 const DASH_LIMIT = 150;
@@ -216,13 +214,10 @@ interface _Point {
 }
 
 /** What every panel of one overlay shares. */
-interface _Overlay {
+interface _Overlay extends LineStyle {
   metric: string;
   logScale: boolean;
   groups: OverlayGroup[];
-  labels: string[];
-  /** Legend entries drawing a culprit phase (drawn wider). */
-  emphasised: string[];
   points: _Point[];
   band: BandPoint[];
   /** First divergences, by step. */
@@ -230,8 +225,6 @@ interface _Overlay {
   saveAt: number | null;
   /** Last step drawn. */
   last: number;
-  /** The colour encoding by legend entry. */
-  color: ChartSpec;
 }
 
 /** The downsampled points of every group, the hover rows by step, and the steps drawn. */
@@ -333,151 +326,12 @@ function _panel(
   const x = stepAxis([from, o.last]);
   const filter = [{ filter: `datum.step >= ${from}` }];
   const layers: ChartSpec[] = [];
-  if (o.band.length > 0) layers.push(_envelopeLayer(filter, x, y));
-  layers.push(_baselineLayer(o, filter, x, y), _seriesLayer(o, id, filter, x, y, dense));
-  if (o.saveAt !== null && o.saveAt >= from) layers.push(_saveRule(o.saveAt, x));
-  if (o.marks.length > 0) layers.push(_divergenceMarkers(o.marks, x, labelled));
-  layers.push(_hoverLayer(id, filter, x));
+  if (o.band.length > 0) layers.push(envelopeLayer(filter, x, y));
+  layers.push(baselineLayer(o, filter, x, y), seriesLayer(o, id, filter, x, y, dense));
+  if (o.saveAt !== null && o.saveAt >= from) layers.push(saveRule(o.saveAt, x));
+  if (o.marks.length > 0) layers.push(divergenceMarkers(o.marks, x, labelled));
+  layers.push(hoverLayer(id, filter, x));
   return { title: heading, width: WIDTH, height, layer: layers };
-}
-
-/** The noise-floor band (min–max across the baseline and its repeats). */
-function _envelopeLayer(filter: ChartSpec[], x: ChartSpec, y: ChartSpec): ChartSpec {
-  return {
-    data: { name: "band" },
-    transform: filter,
-    mark: { type: "area", color: "#9e9e9e", fillOpacity: 0.35 },
-    encoding: { x, y: { ...y, field: "lo" }, y2: { field: "hi" } },
-  };
-}
-
-/** The baseline: wide and faint, underneath the others. */
-function _baselineLayer(o: _Overlay, filter: ChartSpec[], x: ChartSpec, y: ChartSpec): ChartSpec {
-  return {
-    data: { name: "points" },
-    transform: [...filter, { filter: { field: "phase", equal: o.labels[0] } }],
-    mark: { type: "line", strokeWidth: 4, strokeOpacity: 0.45 },
-    encoding: { x, y, color: o.color },
-  };
-}
-
-/** Every other line, dashed apart unless dense, culprits wider; it holds the step zoom. */
-function _seriesLayer(
-  o: _Overlay,
-  id: string,
-  filter: ChartSpec[],
-  x: ChartSpec,
-  y: ChartSpec,
-  dense: boolean,
-): ChartSpec {
-  const labels = o.labels;
-  return {
-    data: { name: "points" },
-    transform: [...filter, { filter: { not: { field: "phase", equal: labels[0] } } }],
-    params: [xZoom(`zoom_${id}`)],
-    mark: { type: "line" },
-    encoding: {
-      x,
-      y,
-      color: o.color,
-      // Different dashes let a line lying exactly on another show both colours; on a dense
-      // zigzag they only blur it, so long windows draw solid lines.
-      ...(dense ? {} : {
-        strokeDash: {
-          field: "phase",
-          type: "nominal",
-          title: null,
-          scale: { domain: labels, range: labels.map((_, i) => DASHES[i % DASHES.length]) },
-          legend: { ...bottomLegend(labels), symbolType: "stroke" },
-        },
-      }),
-      strokeWidth: {
-        condition: { test: { field: "phase", oneOf: o.emphasised }, value: 2.25 },
-        value: 1.5,
-      },
-    },
-  };
-}
-
-/** The dashed rule at the save step, labelled. */
-function _saveRule(saveAt: number, x: ChartSpec): ChartSpec {
-  return {
-    data: { values: [{ step: saveAt, label: `save @ ${exact(saveAt)}` }] },
-    layer: [
-      { mark: { type: "rule", color: "#444", strokeDash: [5, 4] }, encoding: { x } },
-      {
-        mark: {
-          type: "text",
-          align: "right",
-          baseline: "top",
-          dx: -4,
-          dy: 4,
-          y: 0,
-          color: "#444",
-        },
-        encoding: { x, text: { field: "label" } },
-      },
-    ],
-  };
-}
-
-/** One red rule per first divergent step; `labelled`: with the culprits named beside it. */
-function _divergenceMarkers(
-  marks: OverlayDivergence[],
-  x: ChartSpec,
-  labelled: boolean,
-): ChartSpec {
-  return {
-    data: {
-      values: marks.map((m, i) => ({
-        step: m.step,
-        label: `first divergence @ ${exact(m.step)}: ${m.phases.join(", ")}`,
-        // One line per distinct step, stacked from the top of the plot.
-        y: 4 + 14 * i,
-      })),
-    },
-    layer: [
-      { mark: { type: "rule", color: FAIL_COLOR, strokeDash: [2, 2] }, encoding: { x } },
-      // Labelled once, in the first panel: the rules alone say the same in the other.
-      ...(labelled
-        ? [{
-          mark: { type: "text", align: "left", baseline: "top", dx: 4, color: FAIL_COLOR },
-          encoding: {
-            x,
-            y: { field: "y", type: "quantitative", scale: null },
-            text: { field: "label" },
-          },
-        }]
-        : []),
-    ],
-  };
-}
-
-/** The hover rule: every series' value at the nearest step, as its tooltip. */
-function _hoverLayer(id: string, filter: ChartSpec[], x: ChartSpec): ChartSpec {
-  return {
-    // Hover only: a static image has no pointer, and its voronoi cells would dominate the
-    // PNG's rasterising time.
-    description: INTERACTIVE_ONLY,
-    data: { name: "hover" },
-    transform: filter,
-    params: [{
-      name: `hover_${id}`,
-      select: {
-        type: "point",
-        encodings: ["x"],
-        nearest: true,
-        on: "pointerover",
-        clear: "pointerout",
-      },
-    }],
-    // The whole row (every series' value at the step, preformatted) is the tooltip.
-    mark: { type: "rule", color: "#555", tooltip: { content: "data" } },
-    encoding: {
-      x,
-      opacity: { condition: { param: `hover_${id}`, value: 0.6, empty: false }, value: 0 },
-    },
-  };
 }
 
 function sameSeries(x: OverlaySeries, y: OverlaySeries): boolean {
