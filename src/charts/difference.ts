@@ -153,18 +153,92 @@ export function differenceSpec(input: DifferenceInput): ChartSpec {
   if (isIdentical(rows)) return identicalSpec(input, rows, heading, domain!);
 
   const allowed = allowedDifference(input, rows);
-  const keep = [indexOfStep(steps, input.firstDivergentStep)];
+  const shown = _shownIndices(input, rows, indexOfStep(steps, input.firstDivergentStep), maxPoints);
+  const values = _differenceValues(rows, shown, allowed, unit);
+  const strip = stripRuns(rows);
+  const d: _Difference = {
+    input,
+    rows,
+    values,
+    allowed,
+    domain,
+    unit,
+    tooltip: differenceTooltip(input.a, input.b),
+    divergence: input.firstDivergentStep ?? null,
+    dense: values.length > 200,
+    strip,
+    hasStrip: input.lane !== "exact" && strip.length > 0,
+  };
+  const magnitude = input.lane === "exact" ? [_ulpPanel(d)] : _magnitudePanels(d);
+  const subtitle = [
+    `b − a = ${input.b} − ${input.a}; max |b − a| ${stat(maxAbs(rows))}, ` +
+    `max ${ulps(maxFinite(rows.map((r) => r.ulp)), unit)}; red: steps the lane does not allow`,
+  ];
+  const envelope = envelopeLabel(input);
+  if (envelope) subtitle.push(`blue band: ${envelope}`);
+  if (d.hasStrip) {
+    subtitle.push(`"b = a" strip: steps where b equals a bit for bit (log(0) has no place)`);
+  }
+  if (shown.length < rows.length) subtitle.push(`display downsampled to about ${maxPoints} points`);
+  return {
+    $schema: SCHEMA_URL,
+    description: ZOOM_HELP,
+    title: { text: heading, subtitle },
+    config: CONFIG,
+    vconcat: [_linearPanel(d), ...magnitude],
+    resolve: { scale: { x: "shared" } },
+  };
+}
+
+/** One drawn step of the difference chart: values, flags and their printed forms. */
+type _DifferenceValue = ReturnType<typeof _differenceValues>[number];
+
+/** What every panel of one difference chart shares. */
+interface _Difference {
+  input: DifferenceInput;
+  rows: DifferenceRow[];
+  /** The drawn (downsampled) steps. */
+  values: _DifferenceValue[];
+  /** The allowed |b − a| per row, or null for an exact lane. */
+  allowed: number[] | null;
+  domain: [number, number] | undefined;
+  unit: UlpUnit;
+  tooltip: ChartSpec[];
+  divergence: number | null;
+  /** Many points: drawn smaller. */
+  dense: boolean;
+  strip: ReturnType<typeof stripRuns>;
+  /** A "b = a" strip under the log panel. */
+  hasStrip: boolean;
+}
+
+/** The row indices drawn: downsampled, keeping the extremes and the divergent step `keep`. */
+function _shownIndices(
+  input: DifferenceInput,
+  rows: DifferenceRow[],
+  keep: number,
+  maxPoints: number,
+): number[] {
   // Exact lanes draw b − a and the ULP distance from the same rows: split the budget between the
   // extremes of both. The log |b − a| panel of the other lanes needs no share of its own: the
   // largest |b − a| of a bucket is its minimum or its maximum b − a.
   const split = input.lane === "exact" && rows.length > maxPoints;
   const budget = split ? Math.floor(maxPoints / 2) : maxPoints;
-  const idx = new Set(downsampleIndices(rows.map((r) => r.diff), budget, keep));
+  const idx = new Set(downsampleIndices(rows.map((r) => r.diff), budget, [keep]));
   if (split) {
-    for (const i of downsampleIndices(rows.map((r) => r.ulp), budget, keep)) idx.add(i);
+    for (const i of downsampleIndices(rows.map((r) => r.ulp), budget, [keep])) idx.add(i);
   }
-  const shown = [...idx].sort((x, y) => x - y);
-  const values = shown.map((i) => {
+  return [...idx].sort((x, y) => x - y);
+}
+
+/** The inline data of the drawn rows. */
+function _differenceValues(
+  rows: DifferenceRow[],
+  shown: number[],
+  allowed: number[] | null,
+  unit: UlpUnit,
+) {
+  return shown.map((i) => {
     const r = rows[i];
     const abs = Math.abs(r.diff);
     const limit = allowed ? allowed[i] : 0;
@@ -186,56 +260,62 @@ export function differenceSpec(input: DifferenceInput): ChartSpec {
       allowed_text: allowed ? stat(limit) : "0 (exact)",
     };
   });
-  const tooltip = differenceTooltip(input.a, input.b);
-  const divergence = input.firstDivergentStep ?? null;
-  const dense = values.length > 200;
+}
+
+/** The points of a panel, red where the lane does not allow the step. */
+function _pointsLayer(d: _Difference, y: ChartSpec, x: ChartSpec): ChartSpec {
   const pointColor = {
     condition: { test: "datum.outside", value: FAIL_COLOR },
     value: "#1f77b4",
   };
-  const points = (y: ChartSpec, x: ChartSpec): ChartSpec => ({
-    mark: { type: "point", filled: true, size: dense ? 10 : 30, opacity: 1 },
-    encoding: { x, y, color: pointColor, tooltip },
-  });
-  const rule = (x: ChartSpec, label: boolean): ChartSpec[] =>
-    divergence === null ? [] : [{
-      data: { values: [{ step: divergence, label: `first divergence @ ${exact(divergence)}` }] },
-      layer: [
-        { mark: { type: "rule", color: FAIL_COLOR, strokeWidth: 1.5 }, encoding: { x } },
-        ...(label
-          ? [{
-            mark: {
-              type: "text",
-              align: "left",
-              baseline: "top",
-              dx: 4,
-              dy: 4,
-              y: 0,
-              color: FAIL_COLOR,
-            },
-            encoding: { x, text: { field: "label" } },
-          }]
-          : []),
-      ],
-    }];
-  const strip = stripRuns(rows);
-  const hasStrip = input.lane !== "exact" && strip.length > 0;
+  return {
+    mark: { type: "point", filled: true, size: d.dense ? 10 : 30, opacity: 1 },
+    encoding: { x, y, color: pointColor, tooltip: d.tooltip },
+  };
+}
 
-  const linearX = stepAxis(domain, false);
+/** The red rule at the first divergent step (none without one); `label`: named beside it. */
+function _divergenceMarker(d: _Difference, x: ChartSpec, label: boolean): ChartSpec[] {
+  const divergence = d.divergence;
+  return divergence === null ? [] : [{
+    data: { values: [{ step: divergence, label: `first divergence @ ${exact(divergence)}` }] },
+    layer: [
+      { mark: { type: "rule", color: FAIL_COLOR, strokeWidth: 1.5 }, encoding: { x } },
+      ...(label
+        ? [{
+          mark: {
+            type: "text",
+            align: "left",
+            baseline: "top",
+            dx: 4,
+            dy: 4,
+            y: 0,
+            color: FAIL_COLOR,
+          },
+          encoding: { x, text: { field: "label" } },
+        }]
+        : []),
+    ],
+  }];
+}
+
+/** The b − a panel: a zero rule, the allowed band, the line and its points. */
+function _linearPanel(d: _Difference): ChartSpec {
+  const linearX = stepAxis(d.domain, false);
   // The data sets the range, not the envelope: a drift envelope 100× the differences would
   // flatten them (the band is clipped to the plot; the log panel shows it whole).
-  const finite = rows.map((r) => r.diff).filter((d) => Number.isFinite(d));
+  const finite = d.rows.map((r) => r.diff).filter((v) => Number.isFinite(v));
   const lo = Math.min(0, ...finite);
   const hi = Math.max(0, ...finite);
   const margin = (hi - lo) * 0.08 || 1;
   const linearY = {
     field: "diff",
     type: "quantitative",
-    title: `b − a (${input.metric})`,
+    title: `b − a (${d.input.metric})`,
     scale: { domain: [lo - margin, hi + margin], nice: false },
     axis: { labelExpr: STAT_LABEL_EXPR },
   };
-  const linear: ChartSpec = {
+  return {
     width: WIDTH,
     height: Math.round(HEIGHT * 0.6),
     layer: [
@@ -245,124 +325,113 @@ export function differenceSpec(input: DifferenceInput): ChartSpec {
         encoding: { y: { field: "zero", type: "quantitative" } },
       },
       {
-        data: { values },
+        data: { values: d.values },
         layer: [
-          ...(allowed
-            ? [{
-              mark: {
-                type: "area",
-                color: "#9ecae1",
-                opacity: 0.35,
-                interpolate: "step",
-                clip: true,
-              },
-              encoding: {
-                x: linearX,
-                y: { ...linearY, field: "neg_allowed" },
-                y2: { field: "allowed" },
-              },
-            }]
-            : []),
+          ...(d.allowed ? [_allowedBand(linearX, linearY)] : []),
           {
             params: [xZoom("zoom_diff")],
             mark: { type: "line", color: "#1f77b4", strokeWidth: 1.5 },
             encoding: { x: linearX, y: linearY },
           },
-          points(linearY, linearX),
+          _pointsLayer(d, linearY, linearX),
         ],
       },
-      ...rule(linearX, true),
+      ..._divergenceMarker(d, linearX, true),
     ],
   };
+}
 
-  let magnitude: ChartSpec[];
-  if (input.lane === "exact") {
-    const ticks = ulpTicks(Math.max(...rows.map((r) => (Number.isFinite(r.ulp) ? r.ulp : 0))));
-    const ulpX = stepAxis(domain);
-    const ulpY = {
-      field: "ulp",
-      type: "quantitative",
-      title: `ULP distance (${unit})`,
-      scale: { type: "symlog", constant: 1, domain: [0, ticks[ticks.length - 1]], nice: false },
-      axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, count) },
-    };
-    magnitude = [{
-      width: WIDTH,
-      height: Math.round(HEIGHT * 0.5),
-      layer: [
-        {
-          data: { values },
-          layer: [
-            {
-              params: [xZoom("zoom_ulp")],
-              mark: { type: "line", color: "#ff7f0e", strokeWidth: 1.5 },
-              encoding: { x: ulpX, y: ulpY },
-            },
-            points(ulpY, ulpX),
-          ],
-        },
-        ...rule(ulpX, false),
-      ],
-    }];
-  } else {
-    const yDomain = decadeDomain([...values.map((v) => v.abs), ...(allowed ?? [])]) ??
-      [1e-8, 1];
-    const logX = stepAxis(domain, !hasStrip);
-    const logY = {
-      field: "abs",
-      type: "quantitative",
-      title: "|b − a| (log)",
-      ...logAxis(yDomain),
-    };
-    magnitude = [{
-      width: WIDTH,
-      height: Math.round(HEIGHT * 0.6),
-      layer: [
-        {
-          data: { values: values.map((v) => ({ ...v, floor: yDomain[0] })) },
-          layer: [
-            ...(allowed
-              ? [{
-                mark: { type: "area", color: "#9ecae1", opacity: 0.35, interpolate: "step" },
-                encoding: { x: logX, y: { ...logY, field: "allowed" }, y2: { field: "floor" } },
-              }, {
-                mark: { type: "line", color: "#3182bd", strokeDash: [4, 3], interpolate: "step" },
-                encoding: { x: logX, y: { ...logY, field: "allowed" } },
-              }]
-              : []),
-            {
-              params: [xZoom("zoom_abs")],
-              mark: { type: "line", color: "#1f77b4", strokeWidth: 1 },
-              encoding: { x: logX, y: logY },
-            },
-            points(logY, logX),
-          ],
-        },
-        ...rule(logX, false),
-      ],
-    }];
-    if (hasStrip) {
-      magnitude.push(stripView({ values: strip }, stepAxis(domain), WIDTH, stripKinds(strip)));
-    }
-  }
-  const subtitle = [
-    `b − a = ${input.b} − ${input.a}; max |b − a| ${stat(maxAbs(rows))}, ` +
-    `max ${ulps(maxFinite(rows.map((r) => r.ulp)), unit)}; red: steps the lane does not allow`,
-  ];
-  const envelope = envelopeLabel(input);
-  if (envelope) subtitle.push(`blue band: ${envelope}`);
-  if (hasStrip) {
-    subtitle.push(`"b = a" strip: steps where b equals a bit for bit (log(0) has no place)`);
-  }
-  if (shown.length < rows.length) subtitle.push(`display downsampled to about ${maxPoints} points`);
+/** The allowed band ±limit of the b − a panel, clipped to the plot. */
+function _allowedBand(x: ChartSpec, y: ChartSpec): ChartSpec {
   return {
-    $schema: SCHEMA_URL,
-    description: ZOOM_HELP,
-    title: { text: heading, subtitle },
-    config: CONFIG,
-    vconcat: [linear, ...magnitude],
-    resolve: { scale: { x: "shared" } },
+    mark: {
+      type: "area",
+      color: "#9ecae1",
+      opacity: 0.35,
+      interpolate: "step",
+      clip: true,
+    },
+    encoding: {
+      x,
+      y: { ...y, field: "neg_allowed" },
+      y2: { field: "allowed" },
+    },
   };
+}
+
+/** The ULP-distance panel of an exact lane, with few integer ticks. */
+function _ulpPanel(d: _Difference): ChartSpec {
+  const ticks = ulpTicks(Math.max(...d.rows.map((r) => (Number.isFinite(r.ulp) ? r.ulp : 0))));
+  const ulpX = stepAxis(d.domain);
+  const ulpY = {
+    field: "ulp",
+    type: "quantitative",
+    title: `ULP distance (${d.unit})`,
+    scale: { type: "symlog", constant: 1, domain: [0, ticks[ticks.length - 1]], nice: false },
+    axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, count) },
+  };
+  return {
+    width: WIDTH,
+    height: Math.round(HEIGHT * 0.5),
+    layer: [
+      {
+        data: { values: d.values },
+        layer: [
+          {
+            params: [xZoom("zoom_ulp")],
+            mark: { type: "line", color: "#ff7f0e", strokeWidth: 1.5 },
+            encoding: { x: ulpX, y: ulpY },
+          },
+          _pointsLayer(d, ulpY, ulpX),
+        ],
+      },
+      ..._divergenceMarker(d, ulpX, false),
+    ],
+  };
+}
+
+/** The log |b − a| panel of a tolerance or drift lane, and its "b = a" strip when it has one. */
+function _magnitudePanels(d: _Difference): ChartSpec[] {
+  const yDomain = decadeDomain([...d.values.map((v) => v.abs), ...(d.allowed ?? [])]) ??
+    [1e-8, 1];
+  const logX = stepAxis(d.domain, !d.hasStrip);
+  const logY = {
+    field: "abs",
+    type: "quantitative",
+    title: "|b − a| (log)",
+    ...logAxis(yDomain),
+  };
+  const panels: ChartSpec[] = [{
+    width: WIDTH,
+    height: Math.round(HEIGHT * 0.6),
+    layer: [
+      {
+        data: { values: d.values.map((v) => ({ ...v, floor: yDomain[0] })) },
+        layer: [
+          ...(d.allowed
+            ? [{
+              mark: { type: "area", color: "#9ecae1", opacity: 0.35, interpolate: "step" },
+              encoding: { x: logX, y: { ...logY, field: "allowed" }, y2: { field: "floor" } },
+            }, {
+              mark: { type: "line", color: "#3182bd", strokeDash: [4, 3], interpolate: "step" },
+              encoding: { x: logX, y: { ...logY, field: "allowed" } },
+            }]
+            : []),
+          {
+            params: [xZoom("zoom_abs")],
+            mark: { type: "line", color: "#1f77b4", strokeWidth: 1 },
+            encoding: { x: logX, y: logY },
+          },
+          _pointsLayer(d, logY, logX),
+        ],
+      },
+      ..._divergenceMarker(d, logX, false),
+    ],
+  }];
+  if (d.hasStrip) {
+    panels.push(stripView({ values: d.strip }, stepAxis(d.domain), WIDTH, stripKinds(d.strip)));
+  }
+  return panels;
 }
 
 /** The chart of a pair that never differs: one bar and a sentence, no value axis. */

@@ -90,18 +90,7 @@ export function divergenceSpec(input: DivergenceInput): ChartSpec | null {
   if (panels.length === 0) return null;
   const maxPoints = input.maxPoints ?? DEFAULT_MAX_POINTS;
   const saveAt = input.saveAt ?? null;
-
-  let first = Number.POSITIVE_INFINITY;
-  let last = Number.NEGATIVE_INFINITY;
-  for (const p of panels) {
-    first = Math.min(first, p.rows[0].step);
-    last = Math.max(last, p.rows[p.rows.length - 1].step);
-  }
-  // The save step is the left edge when it precedes the window: the reader sees where it resumed.
-  const domain: [number, number] = [
-    saveAt !== null && saveAt < first ? saveAt : first,
-    Math.max(last, first + 1),
-  ];
+  const domain = _stepDomain(panels, saveAt);
 
   const noise = (input.noise ?? []).map((p) => ({ step: p.step, spread: p.hi - p.lo }));
   const noiseDrawn = noise.filter((p) => p.spread > 0 && Number.isFinite(p.spread));
@@ -112,7 +101,6 @@ export function divergenceSpec(input: DivergenceInput): ChartSpec | null {
     ...prepared.flatMap((p) => p.values.map((v) => v.allowed)),
     ...noiseDrawn.map((p) => p.spread),
   ]) ?? [1e-8, 1];
-  const y = { field: "abs", type: "quantitative", title: "|b − a|", ...logAxis(yDomain, 5) };
 
   const insets = prepared.map((p) =>
     insetRange(saveAt, p.panel.comparison.first_divergent_step, domain)
@@ -121,9 +109,19 @@ export function divergenceSpec(input: DivergenceInput): ChartSpec | null {
   // A zoom only where it zooms: a short window already shows every step.
   const zoomed = widest > 0 && domain[1] - domain[0] > Math.max(4 * widest, 60);
   const mainWidth = zoomed ? Math.round(WIDTH * 0.68) : WIDTH;
-  const insetWidth = WIDTH - mainWidth - 20;
-  const height = panels.length <= 2 ? 150 : 110;
-  const strips = stripKinds(prepared.flatMap((p) => p.strip));
+  const grid: _Grid = {
+    domain,
+    insets,
+    zoomed,
+    mainWidth,
+    insetWidth: WIDTH - mainWidth - 20,
+    height: panels.length <= 2 ? 150 : 110,
+    y: { field: "abs", type: "quantitative", title: "|b − a|", ...logAxis(yDomain, 5) },
+    saveAt,
+    noise: noiseDrawn.length > 0,
+    strips: stripKinds(prepared.flatMap((p) => p.strip)),
+    count: prepared.length,
+  };
 
   const datasets: Record<string, unknown[]> = {};
   if (noiseDrawn.length > 0) {
@@ -132,44 +130,103 @@ export function divergenceSpec(input: DivergenceInput): ChartSpec | null {
   const rows = prepared.map((p, i) => {
     datasets[`panel_${i}`] = p.values.map((v) => ({ ...v, floor: yDomain[0] }));
     datasets[`strip_${i}`] = p.strip;
-    const isLast = i === prepared.length - 1;
-    const plot = (range: [number, number], width: number, zoom: string, inset: boolean) => ({
-      vconcat: [
-        plotView(p, i, {
-          range,
-          width,
-          height,
-          y,
-          zoom,
-          inset,
-          saveAt,
-          saveLabel: i === 0,
-          noise: noiseDrawn.length > 0,
-        }),
-        stripView({ name: `strip_${i}` }, stripAxis(range, width, isLast), width, strips),
-      ],
-      spacing: 2,
-      resolve: { scale: { x: "shared" } },
-    });
-    const columns: ChartSpec[] = [plot(domain, mainWidth, `zoom_${i}`, false)];
-    const inset = insets[i];
-    if (zoomed && inset) columns.push(plot(inset, insetWidth, `zoom_inset_${i}`, true));
-    else if (zoomed) {
-      columns.push({ width: insetWidth, height, mark: "text", data: { values: [] } });
-    }
-    return {
-      title: {
-        text: header(p.panel),
-        color: p.panel.culprit ? FAIL_COLOR : "#333",
-        fontSize: 12,
-        anchor: "start",
-        offset: 4,
-      },
-      hconcat: columns,
-      spacing: 20,
-    };
+    return _panelRow(grid, p, i);
   });
+  return {
+    $schema: SCHEMA_URL,
+    description: ZOOM_HELP,
+    title: { text: input.title, subtitle: _subtitle(input, panels, prepared, noise, grid) },
+    config: CONFIG,
+    datasets,
+    vconcat: rows,
+    spacing: 16,
+  };
+}
 
+/** The layout every row of one divergence chart shares. */
+interface _Grid {
+  /** The step range of the main column. */
+  domain: [number, number];
+  /** Each row's zoom range (null: none). */
+  insets: ([number, number] | null)[];
+  /** Whether rows have a zoomed column on the right. */
+  zoomed: boolean;
+  mainWidth: number;
+  insetWidth: number;
+  height: number;
+  /** The shared log |b − a| encoding. */
+  y: ChartSpec;
+  saveAt: number | null;
+  /** Whether a noise floor is drawn. */
+  noise: boolean;
+  strips: ReturnType<typeof stripKinds>;
+  /** Number of rows. */
+  count: number;
+}
+
+/** The steps drawn: every panel's, from the save when it precedes them. */
+function _stepDomain(panels: DivergencePanel[], saveAt: number | null): [number, number] {
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const p of panels) {
+    first = Math.min(first, p.rows[0].step);
+    last = Math.max(last, p.rows[p.rows.length - 1].step);
+  }
+  // The save step is the left edge when it precedes the window: the reader sees where it resumed.
+  return [
+    saveAt !== null && saveAt < first ? saveAt : first,
+    Math.max(last, first + 1),
+  ];
+}
+
+/** One resume path's row: its header, the whole window and, when zoomed, the inset. */
+function _panelRow(g: _Grid, p: PreparedPanel, i: number): ChartSpec {
+  const isLast = i === g.count - 1;
+  const plot = (range: [number, number], width: number, zoom: string, inset: boolean) => ({
+    vconcat: [
+      plotView(p, i, {
+        range,
+        width,
+        height: g.height,
+        y: g.y,
+        zoom,
+        inset,
+        saveAt: g.saveAt,
+        saveLabel: i === 0,
+        noise: g.noise,
+      }),
+      stripView({ name: `strip_${i}` }, stripAxis(range, width, isLast), width, g.strips),
+    ],
+    spacing: 2,
+    resolve: { scale: { x: "shared" } },
+  });
+  const columns: ChartSpec[] = [plot(g.domain, g.mainWidth, `zoom_${i}`, false)];
+  const inset = g.insets[i];
+  if (g.zoomed && inset) columns.push(plot(inset, g.insetWidth, `zoom_inset_${i}`, true));
+  else if (g.zoomed) {
+    columns.push({ width: g.insetWidth, height: g.height, mark: "text", data: { values: [] } });
+  }
+  return {
+    title: {
+      text: header(p.panel),
+      color: p.panel.culprit ? FAIL_COLOR : "#333",
+      fontSize: 12,
+      anchor: "start",
+      offset: 4,
+    },
+    hconcat: columns,
+    spacing: 20,
+  };
+}
+
+/** The subtitle lines: what is drawn, the allowed bands, the noise floor, what is left out. */
+function _subtitle(
+  input: DivergenceInput,
+  panels: DivergencePanel[],
+  prepared: PreparedPanel[],
+  noise: { spread: number }[],
+  g: _Grid,
+): string[] {
   const lanes = new Set(panels.map((p) => p.comparison.lane));
   const early = [
     ...new Set(panels.flatMap((p) => p.comparison.drift?.early_limit_ulp32 ?? [])),
@@ -183,7 +240,7 @@ export function divergenceSpec(input: DivergenceInput): ChartSpec | null {
     "does not allow",
   ];
   if (allowed.length > 0) subtitle.push(`blue band: allowed |b − a| (${allowed.join("; ")})`);
-  if (noiseDrawn.length > 0) {
+  if (g.noise) {
     subtitle.push("grey: noise floor (spread of the baseline and its repeats)");
   } else if (noise.length > 0) {
     subtitle.push("noise floor: the repeated baselines are bit-identical (0)");
@@ -191,7 +248,7 @@ export function divergenceSpec(input: DivergenceInput): ChartSpec | null {
   subtitle.push(
     `"${IDENTICAL_LABEL}" strip: steps where b equals a bit for bit (log(0) has no place)`,
   );
-  if (zoomed) {
+  if (g.zoomed) {
     subtitle.push(
       `right: zoom on the resume, from ${INSET_STEPS} steps before the save to ${INSET_STEPS} ` +
         "after the first divergence",
@@ -201,17 +258,11 @@ export function divergenceSpec(input: DivergenceInput): ChartSpec | null {
     subtitle.push(`bit-identical to their reference (not drawn): ${input.identical!.join(", ")}`);
   }
   if (prepared.some((p) => p.downsampled)) {
-    subtitle.push(`display downsampled to about ${maxPoints} points per row`);
+    subtitle.push(
+      `display downsampled to about ${input.maxPoints ?? DEFAULT_MAX_POINTS} points per row`,
+    );
   }
-  return {
-    $schema: SCHEMA_URL,
-    description: ZOOM_HELP,
-    title: { text: input.title, subtitle },
-    config: CONFIG,
-    datasets,
-    vconcat: rows,
-    spacing: 16,
-  };
+  return subtitle;
 }
 
 /** One drawn step of a panel. */
@@ -271,49 +322,30 @@ function header(panel: DivergencePanel): string {
     `max |b − a| ${stat(c.max_abs)} = ${comparisonUlpText(c)}`;
 }
 
-function plotView(
-  prepared: PreparedPanel,
-  index: number,
-  o: {
-    range: [number, number];
-    width: number;
-    height: number;
-    y: ChartSpec;
-    zoom: string;
-    inset: boolean;
-    saveAt: number | null;
-    saveLabel: boolean;
-    noise: boolean;
-  },
-): ChartSpec {
+/** How one plot of a row is drawn. */
+interface _PlotOptions {
+  range: [number, number];
+  width: number;
+  height: number;
+  y: ChartSpec;
+  zoom: string;
+  inset: boolean;
+  saveAt: number | null;
+  saveLabel: boolean;
+  noise: boolean;
+}
+
+function plotView(prepared: PreparedPanel, index: number, o: _PlotOptions): ChartSpec {
   const c = prepared.panel.comparison;
   const x = stepAxis(o.range, false, o.width);
-  const tooltip = differenceTooltip(c.a, c.b);
   const data = { name: `panel_${index}` };
   // The zoomed column draws only its steps: filtering is far cheaper to rasterise than clipping.
   const inRange = [{ filter: { field: "step", range: o.range } }];
   const layers: ChartSpec[] = [];
   // The noise floor is measured on the loss only.
-  if (o.noise && c.metric === "loss") {
-    layers.push({
-      data: { name: "noise" },
-      transform: inRange,
-      mark: { type: "area", color: "#9e9e9e", opacity: 0.45, interpolate: "step" },
-      encoding: { x, y: { ...o.y, field: "spread" }, y2: { field: "floor" } },
-    });
-  }
+  if (o.noise && c.metric === "loss") layers.push(_noiseLayer(inRange, x, o.y));
   if (prepared.values.some((v) => v.allowed !== null)) {
-    layers.push({
-      data,
-      transform: inRange,
-      mark: { type: "area", color: ENVELOPE, opacity: 0.4, interpolate: "step" },
-      encoding: { x, y: { ...o.y, field: "allowed" }, y2: { field: "floor" } },
-    }, {
-      data,
-      transform: inRange,
-      mark: { type: "line", color: "#3182bd", strokeDash: [4, 3], interpolate: "step" },
-      encoding: { x, y: { ...o.y, field: "allowed" } },
-    });
+    layers.push(..._envelopeLayers(data, inRange, x, o.y));
   }
   const dense = prepared.values.filter((v) => v.step >= o.range[0] && v.step <= o.range[1])
     .length > 150;
@@ -331,12 +363,63 @@ function plotView(
       x,
       y: o.y,
       color: { condition: { test: "datum.outside", value: FAIL_COLOR }, value: POINT },
-      tooltip,
+      tooltip: differenceTooltip(c.a, c.b),
     },
   });
-  // Rules in every view; the save's label once (top row) and in the zoomed column, at the
-  // bottom right of its rule, so it never meets the divergence label at the top.
-  const rules: { step: number; color: string; dash: number[]; label: string; top: boolean }[] = [];
+  for (const r of _stepRules(c, o)) {
+    if (r.step < o.range[0] || r.step > o.range[1]) continue;
+    layers.push(_ruleLayer(r, x, o.height));
+  }
+  return { width: o.width, height: o.height, layer: layers };
+}
+
+/** The grey noise floor (spread of the baseline and its repeats). */
+function _noiseLayer(inRange: ChartSpec[], x: ChartSpec, y: ChartSpec): ChartSpec {
+  return {
+    data: { name: "noise" },
+    transform: inRange,
+    mark: { type: "area", color: "#9e9e9e", opacity: 0.45, interpolate: "step" },
+    encoding: { x, y: { ...y, field: "spread" }, y2: { field: "floor" } },
+  };
+}
+
+/** The allowed |b − a|: a blue band and its dashed edge. */
+function _envelopeLayers(
+  data: ChartSpec,
+  inRange: ChartSpec[],
+  x: ChartSpec,
+  y: ChartSpec,
+): ChartSpec[] {
+  return [{
+    data,
+    transform: inRange,
+    mark: { type: "area", color: ENVELOPE, opacity: 0.4, interpolate: "step" },
+    encoding: { x, y: { ...y, field: "allowed" }, y2: { field: "floor" } },
+  }, {
+    data,
+    transform: inRange,
+    mark: { type: "line", color: "#3182bd", strokeDash: [4, 3], interpolate: "step" },
+    encoding: { x, y: { ...y, field: "allowed" } },
+  }];
+}
+
+/** A vertical rule at a step, with its label (none when empty). */
+interface _StepRule {
+  step: number;
+  color: string;
+  dash: number[];
+  label: string;
+  /** Label at the top of the plot (else at the bottom). */
+  top: boolean;
+}
+
+/**
+ * The save rule and the first-divergence rule of a plot. Rules in every view; the save's label
+ * once (top row) and in the zoomed column, at the bottom right of its rule, so it never meets the
+ * divergence label at the top.
+ */
+function _stepRules(c: DivergencePanel["comparison"], o: _PlotOptions): _StepRule[] {
+  const rules: _StepRule[] = [];
   const save = o.saveAt;
   if (save !== null) {
     rules.push({
@@ -356,34 +439,35 @@ function plotView(
       top: true,
     });
   }
-  for (const r of rules) {
-    if (r.step < o.range[0] || r.step > o.range[1]) continue;
-    layers.push({
-      data: { values: [{ step: r.step, label: r.label }] },
-      layer: [
-        {
-          mark: { type: "rule", color: r.color, strokeDash: r.dash, strokeWidth: 1.25 },
-          encoding: { x },
-        },
-        ...(r.label
-          ? [{
-            mark: {
-              type: "text",
-              align: "left",
-              baseline: r.top ? "top" : "bottom",
-              dx: 3,
-              dy: r.top ? 3 : -3,
-              y: r.top ? 0 : o.height,
-              color: r.color,
-              fontSize: 10,
-            },
-            encoding: { x, text: { field: "label" } },
-          }]
-          : []),
-      ],
-    });
-  }
-  return { width: o.width, height: o.height, layer: layers };
+  return rules;
+}
+
+/** The layer drawing one {@link _StepRule}. */
+function _ruleLayer(r: _StepRule, x: ChartSpec, height: number): ChartSpec {
+  return {
+    data: { values: [{ step: r.step, label: r.label }] },
+    layer: [
+      {
+        mark: { type: "rule", color: r.color, strokeDash: r.dash, strokeWidth: 1.25 },
+        encoding: { x },
+      },
+      ...(r.label
+        ? [{
+          mark: {
+            type: "text",
+            align: "left",
+            baseline: r.top ? "top" : "bottom",
+            dx: 3,
+            dy: r.top ? 3 : -3,
+            y: r.top ? 0 : height,
+            color: r.color,
+            fontSize: 10,
+          },
+          encoding: { x, text: { field: "label" } },
+        }]
+        : []),
+    ],
+  };
 }
 
 /** The strip's step axis: labelled in every row (zoom columns differ), titled once. */

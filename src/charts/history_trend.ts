@@ -120,7 +120,58 @@ export function historyTrendSpec(points: TrendPoint[], title = "parity history")
   const useUlp = points.some((p) => p.max_ulp !== undefined && p.max_ulp !== null);
   const comparisons = [...new Set(marks.map((m) => m.comparison))].sort();
   const experiments = [...new Set(marks.map((m) => m.experiment))];
-  const values = marks.map((m) => ({
+  const values = _trendValues(marks);
+  const seriesScale = { domain: comparisons, range: SERIES_RANGE };
+  const measure = useUlp ? "max ULP distance" : "max |b − a|";
+  const trend: _Trend = {
+    values,
+    comparisons,
+    seriesScale,
+    verdictMarks: _verdictMarks(comparisons, seriesScale),
+    point: { type: "point", filled: true, size: 90, strokeWidth: 1.75, opacity: 1 },
+    useUlp,
+    measure,
+  };
+  return {
+    $schema: SCHEMA_URL,
+    description: "Hover a point for its run; click it to open that run's report.",
+    title: {
+      text: title,
+      subtitle: [
+        `${measure} per comparison and run, log axis` +
+        (useUlp ? " (ULPs in each series' own precision)" : ""),
+        `"${ZERO_LABEL}" and unmeasured runs in the strip beneath each axis`,
+        "lines join runs only while the verdict stays the same; outline and shape: verdict",
+      ],
+    },
+    config: CONFIG,
+    data: { values },
+    vconcat: experiments.map((experiment) => _experimentRow(trend, experiment)),
+    spacing: 18,
+    resolve: { scale: { fill: "shared", stroke: "shared", shape: "shared", color: "shared" } },
+  };
+}
+
+/** One drawn point of the trend: a mark and its printed forms. */
+type _TrendValue = ReturnType<typeof _trendValues>[number];
+
+/** What every experiment's row of the trend shares. */
+interface _Trend {
+  values: _TrendValue[];
+  comparisons: string[];
+  seriesScale: ChartSpec;
+  /** Fill by comparison, outline and shape by verdict, the link and the tooltip. */
+  verdictMarks: ChartSpec;
+  /** The point mark of every view. */
+  point: ChartSpec;
+  useUlp: boolean;
+  /** What the value axis measures. */
+  measure: string;
+}
+
+/** The table the views read: each mark with its series copy, link and printed forms. */
+function _trendValues(marks: TrendMark[]) {
+  return marks.map((m) => ({
     ...m,
     line_series: m.comparison,
     href: m.href ?? null,
@@ -131,6 +182,10 @@ export function historyTrendSpec(points: TrendPoint[], title = "parity history")
     abs_text: stat(m.max_abs),
     step_text: exact(m.first_divergent_step),
   }));
+}
+
+/** The encodings of a point: fill by comparison, outline and shape by verdict, link, tooltip. */
+function _verdictMarks(comparisons: string[], seriesScale: ChartSpec): ChartSpec {
   const tooltip = [
     { field: "time_text", type: "nominal", title: "time" },
     { field: "run_id", type: "nominal", title: "run" },
@@ -140,8 +195,7 @@ export function historyTrendSpec(points: TrendPoint[], title = "parity history")
     { field: "abs_text", type: "nominal", title: "max |b − a|" },
     { field: "step_text", type: "nominal", title: "first divergent step" },
   ];
-  const seriesScale = { domain: comparisons, range: SERIES_RANGE };
-  const verdictMarks = {
+  return {
     fill: {
       field: "comparison",
       type: "nominal",
@@ -164,96 +218,89 @@ export function historyTrendSpec(points: TrendPoint[], title = "parity history")
     href: { field: "href" },
     tooltip,
   };
-  const point = { type: "point", filled: true, size: 90, strokeWidth: 1.75, opacity: 1 };
-  const measure = useUlp ? "max ULP distance" : "max |b − a|";
-  const rows = experiments.map((experiment) => {
-    const own = values.filter((v) => v.experiment === experiment);
-    const runs = [...new Set(own.map((v) => v.run))];
-    const x = {
-      field: "run",
-      type: "ordinal",
-      title: null,
-      sort: runs,
-      scale: { domain: runs },
-      axis: { labelAngle: runs.length > 8 ? -35 : 0, labelOverlap: true, labelLimit: 120 },
-    };
-    const onAxis = own.filter((v) => v.strip === null);
-    // Every view reads the one top-level table, filtered to its experiment and to the log axis
-    // or the strip.
-    const mine = { filter: { field: "experiment", equal: experiment } };
-    const axisRows = [mine, { filter: "datum.strip === null" }];
-    const domain = decadeDomain(onAxis.map((v) => v.value)) ?? [0.1, 10];
-    const ticks = decadeTicks(domain, 5);
-    const y = {
-      field: "value",
-      type: "quantitative",
-      title: `${measure} (log)`,
-      scale: { type: "log", domain, nice: false },
-      axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, useUlp ? count : stat) },
-    };
-    const strips = [ZERO_LABEL, UNMEASURED_LABEL].filter((s) => own.some((v) => v.strip === s));
-    const views: ChartSpec[] = onAxis.length === 0 ? [] : [{
+}
+
+/** One experiment's row: its log axis (when any run is on it) above its strip. */
+function _experimentRow(t: _Trend, experiment: string): ChartSpec {
+  const own = t.values.filter((v) => v.experiment === experiment);
+  const runs = [...new Set(own.map((v) => v.run))];
+  const x = {
+    field: "run",
+    type: "ordinal",
+    title: null,
+    sort: runs,
+    scale: { domain: runs },
+    axis: { labelAngle: runs.length > 8 ? -35 : 0, labelOverlap: true, labelLimit: 120 },
+  };
+  // Every view reads the one top-level table, filtered to its experiment and to the log axis
+  // or the strip.
+  const mine = { filter: { field: "experiment", equal: experiment } };
+  const strips = [ZERO_LABEL, UNMEASURED_LABEL].filter((s) => own.some((v) => v.strip === s));
+  const onAxis = own.filter((v) => v.strip === null);
+  const views: ChartSpec[] = onAxis.length === 0 ? [] : [_axisView(t, onAxis, mine, x, strips)];
+  if (strips.length > 0) {
+    views.push({
       width: WIDTH,
-      height: 150,
-      layer: [
-        {
-          transform: axisRows,
-          mark: { type: "line", strokeWidth: 1.5 },
-          encoding: {
-            x: { ...x, axis: strips.length > 0 ? null : x.axis },
-            y,
-            // A copy of the comparison field: the same field on two channels would merge
-            // their legends, and this one has none.
-            color: { field: "line_series", type: "nominal", scale: seriesScale, legend: null },
-            detail: { field: "segment", type: "nominal" },
-          },
-        },
-        {
-          transform: axisRows,
-          mark: point,
-          encoding: { x: { ...x, axis: strips.length > 0 ? null : x.axis }, y, ...verdictMarks },
-        },
-      ],
-    }];
-    if (strips.length > 0) {
-      views.push({
-        width: WIDTH,
-        height: Math.max(16, 5 * comparisons.length) * strips.length,
-        transform: [mine, { filter: "datum.strip !== null" }],
-        mark: point,
-        encoding: {
-          x,
-          y: { field: "strip", type: "nominal", title: null, scale: { domain: strips } },
-          // Comparisons side by side within the strip, so identical runs do not hide each other.
-          yOffset: { field: "comparison", type: "nominal", scale: { domain: comparisons } },
-          ...verdictMarks,
-        },
-      });
-    }
-    return {
-      title: { text: experiment, fontSize: 12, anchor: "start" },
-      vconcat: views,
-      spacing: 4,
-      resolve: { scale: { x: "shared" } },
-    };
-  });
+      height: Math.max(16, 5 * t.comparisons.length) * strips.length,
+      transform: [mine, { filter: "datum.strip !== null" }],
+      mark: t.point,
+      encoding: {
+        x,
+        y: { field: "strip", type: "nominal", title: null, scale: { domain: strips } },
+        // Comparisons side by side within the strip, so identical runs do not hide each other.
+        yOffset: { field: "comparison", type: "nominal", scale: { domain: t.comparisons } },
+        ...t.verdictMarks,
+      },
+    });
+  }
   return {
-    $schema: SCHEMA_URL,
-    description: "Hover a point for its run; click it to open that run's report.",
-    title: {
-      text: title,
-      subtitle: [
-        `${measure} per comparison and run, log axis` +
-        (useUlp ? " (ULPs in each series' own precision)" : ""),
-        `"${ZERO_LABEL}" and unmeasured runs in the strip beneath each axis`,
-        "lines join runs only while the verdict stays the same; outline and shape: verdict",
-      ],
-    },
-    config: CONFIG,
-    data: { values },
-    vconcat: rows,
-    spacing: 18,
-    resolve: { scale: { fill: "shared", stroke: "shared", shape: "shared", color: "shared" } },
+    title: { text: experiment, fontSize: 12, anchor: "start" },
+    vconcat: views,
+    spacing: 4,
+    resolve: { scale: { x: "shared" } },
+  };
+}
+
+/** The log-axis view of an experiment's measured runs: lines per segment, points per run. */
+function _axisView(
+  t: _Trend,
+  onAxis: _TrendValue[],
+  mine: ChartSpec,
+  x: ChartSpec,
+  strips: string[],
+): ChartSpec {
+  const axisRows = [mine, { filter: "datum.strip === null" }];
+  const domain = decadeDomain(onAxis.map((v) => v.value)) ?? [0.1, 10];
+  const ticks = decadeTicks(domain, 5);
+  const y = {
+    field: "value",
+    type: "quantitative",
+    title: `${t.measure} (log)`,
+    scale: { type: "log", domain, nice: false },
+    axis: { values: ticks, labelExpr: lookupLabelExpr(ticks, t.useUlp ? count : stat) },
+  };
+  return {
+    width: WIDTH,
+    height: 150,
+    layer: [
+      {
+        transform: axisRows,
+        mark: { type: "line", strokeWidth: 1.5 },
+        encoding: {
+          x: { ...x, axis: strips.length > 0 ? null : x.axis },
+          y,
+          // A copy of the comparison field: the same field on two channels would merge
+          // their legends, and this one has none.
+          color: { field: "line_series", type: "nominal", scale: t.seriesScale, legend: null },
+          detail: { field: "segment", type: "nominal" },
+        },
+      },
+      {
+        transform: axisRows,
+        mark: t.point,
+        encoding: { x: { ...x, axis: strips.length > 0 ? null : x.axis }, y, ...t.verdictMarks },
+      },
+    ],
   };
 }
 

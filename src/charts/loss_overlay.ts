@@ -25,16 +25,22 @@ import {
   bottomLegend,
   type ChartSpec,
   CONFIG,
-  FAIL_COLOR,
   HEIGHT,
   indexOfStep,
-  INTERACTIVE_ONLY,
   SCHEMA_URL,
   stepAxis,
   WIDTH,
-  xZoom,
   ZOOM_HELP,
 } from "./_spec.ts";
+import {
+  baselineLayer,
+  divergenceMarkers,
+  envelopeLayer,
+  hoverLayer,
+  type LineStyle,
+  saveRule,
+  seriesLayer,
+} from "./_overlay_layers.ts";
 
 /** One line of the overlay. */
 export interface OverlaySeries {
@@ -85,14 +91,6 @@ export interface OverlayGroup {
   /** The series (of the first phase). */
   series: OverlaySeries;
 }
-
-/** Dash patterns by series index (the baseline, index 0, is drawn solid and wide). */
-const DASHES = [[1, 0], [1, 0], [7, 3], [3, 2], [10, 2, 2, 2], [5, 5], [2, 4], [12, 3], [
-  6,
-  2,
-  2,
-  2,
-]];
 
 /** Points per line in a panel above which lines are drawn solid (dashes would blur them). */
 const DASH_LIMIT = 150;
@@ -157,7 +155,6 @@ export function chooseValueScale(values: Iterable<number>, forceLog = false): Va
  */
 export function lossOverlaySpec(input: LossOverlayInput): ChartSpec {
   const maxPoints = input.maxPoints ?? DEFAULT_MAX_POINTS;
-  const metric = input.metric ?? "loss";
   const marks = [...(input.divergences ?? [])].sort((x, y) => x.step - y.step);
   const saveAt = input.saveAt ?? null;
   const keep = [
@@ -171,8 +168,68 @@ export function lossOverlaySpec(input: LossOverlayInput): ChartSpec {
   const emphasised = groups.filter((g) => g.phases.some((p) => culprits.has(p))).map((g) =>
     g.label
   );
+  const data = _overlayData(groups, keep, maxPoints);
+  const band = input.band && input.band.length > 0 ? downsampleBand(input.band, maxPoints) : [];
+  const datasets = {
+    points: data.points,
+    hover: data.hover,
+    band: band.map((p) => ({ step: p.step, lo: p.lo, hi: p.hi })),
+  };
+  const overlay: _Overlay = {
+    metric: input.metric ?? "loss",
+    logScale: input.logScale ?? false,
+    groups,
+    labels,
+    emphasised,
+    points: data.points,
+    band,
+    marks,
+    saveAt,
+    last: data.last,
+    color: {
+      field: "phase",
+      type: "nominal",
+      title: null,
+      scale: { domain: labels, scheme: "tableau10" },
+      legend: { ...bottomLegend(labels), symbolType: "stroke" },
+    },
+  };
+  const subtitle = _subtitle(band.length > 0, groups, data.downsampled ? maxPoints : null);
+  return {
+    $schema: SCHEMA_URL,
+    description: `${ZOOM_HELP} Hover for every phase's value at a step.`,
+    title: subtitle.length > 0 ? { text: input.title, subtitle } : input.title,
+    config: { ...CONFIG, title: { ...CONFIG.title, subtitleFontSize: 11 } },
+    datasets,
+    vconcat: _views(overlay, data.first),
+    resolve: { scale: { color: "shared" } },
+  };
+}
 
-  const points: { step: number; phase: string; value: number | null }[] = [];
+/** A drawn point of the overlay (`value` null where the loss is not finite). */
+interface _Point {
+  step: number;
+  phase: string;
+  value: number | null;
+}
+
+/** What every panel of one overlay shares. */
+interface _Overlay extends LineStyle {
+  metric: string;
+  logScale: boolean;
+  groups: OverlayGroup[];
+  points: _Point[];
+  band: BandPoint[];
+  /** First divergences, by step. */
+  marks: OverlayDivergence[];
+  saveAt: number | null;
+  /** Last step drawn. */
+  last: number;
+}
+
+/** The downsampled points of every group, the hover rows by step, and the steps drawn. */
+function _overlayData(groups: OverlayGroup[], keep: number[], maxPoints: number) {
+  const points: _Point[] = [];
   const hover = new Map<number, Record<string, string | number>>();
   let downsampled = false;
   let first = Number.POSITIVE_INFINITY;
@@ -193,194 +250,88 @@ export function lossOverlaySpec(input: LossOverlayInput): ChartSpec {
       hover.set(step, row);
     }
   }
-  const band = input.band && input.band.length > 0 ? downsampleBand(input.band, maxPoints) : [];
-  const datasets = {
-    points,
-    hover: [...hover.values()].sort((x, y) => (x.step as number) - (y.step as number)),
-    band: band.map((p) => ({ step: p.step, lo: p.lo, hi: p.hi })),
-  };
   if (points.length === 0) {
     first = 0;
     last = 1;
   }
+  const rows = [...hover.values()].sort((x, y) => (x.step as number) - (y.step as number));
+  return { points, hover: rows, downsampled, first, last };
+}
 
-  const color = {
-    field: "phase",
-    type: "nominal",
-    title: null,
-    scale: { domain: labels, scheme: "tableau10" },
-    legend: { ...bottomLegend(labels), symbolType: "stroke" },
-  };
-  const panel = (
-    id: string,
-    from: number,
-    height: number,
-    heading: string,
-    labelled: boolean,
-  ): ChartSpec => {
-    const inWindow = (v: { step: number }) => v.step >= from;
-    const values = [
-      ...points.filter(inWindow).map((p) => p.value),
-      ...band.filter(inWindow).flatMap((p) => [p.lo, p.hi]),
-    ].filter((v): v is number => v !== null && Number.isFinite(v));
-    const y = valueAxis(metric, values, input.logScale ?? false);
-    const dense = points.filter(inWindow).length > DASH_LIMIT * groups.length;
-    const x = stepAxis([from, last]);
-    const filter = [{ filter: `datum.step >= ${from}` }];
-    const layers: ChartSpec[] = [];
-    if (band.length > 0) {
-      layers.push({
-        data: { name: "band" },
-        transform: filter,
-        mark: { type: "area", color: "#9e9e9e", fillOpacity: 0.35 },
-        encoding: { x, y: { ...y, field: "lo" }, y2: { field: "hi" } },
-      });
-    }
-    const base = labels[0];
-    layers.push({
-      data: { name: "points" },
-      transform: [...filter, { filter: { field: "phase", equal: base } }],
-      mark: { type: "line", strokeWidth: 4, strokeOpacity: 0.45 },
-      encoding: { x, y, color },
-    }, {
-      data: { name: "points" },
-      transform: [...filter, { filter: { not: { field: "phase", equal: base } } }],
-      params: [xZoom(`zoom_${id}`)],
-      mark: { type: "line" },
-      encoding: {
-        x,
-        y,
-        color,
-        // Different dashes let a line lying exactly on another show both colours; on a dense
-        // zigzag they only blur it, so long windows draw solid lines.
-        ...(dense ? {} : {
-          strokeDash: {
-            field: "phase",
-            type: "nominal",
-            title: null,
-            scale: { domain: labels, range: labels.map((_, i) => DASHES[i % DASHES.length]) },
-            legend: { ...bottomLegend(labels), symbolType: "stroke" },
-          },
-        }),
-        strokeWidth: {
-          condition: { test: { field: "phase", oneOf: emphasised }, value: 2.25 },
-          value: 1.5,
-        },
-      },
-    });
-    if (saveAt !== null && saveAt >= from) {
-      layers.push({
-        data: { values: [{ step: saveAt, label: `save @ ${exact(saveAt)}` }] },
-        layer: [
-          { mark: { type: "rule", color: "#444", strokeDash: [5, 4] }, encoding: { x } },
-          {
-            mark: {
-              type: "text",
-              align: "right",
-              baseline: "top",
-              dx: -4,
-              dy: 4,
-              y: 0,
-              color: "#444",
-            },
-            encoding: { x, text: { field: "label" } },
-          },
-        ],
-      });
-    }
-    if (marks.length > 0) {
-      layers.push({
-        data: {
-          values: marks.map((m, i) => ({
-            step: m.step,
-            label: `first divergence @ ${exact(m.step)}: ${m.phases.join(", ")}`,
-            // One line per distinct step, stacked from the top of the plot.
-            y: 4 + 14 * i,
-          })),
-        },
-        layer: [
-          { mark: { type: "rule", color: FAIL_COLOR, strokeDash: [2, 2] }, encoding: { x } },
-          // Labelled once, in the first panel: the rules alone say the same in the other.
-          ...(labelled
-            ? [{
-              mark: { type: "text", align: "left", baseline: "top", dx: 4, color: FAIL_COLOR },
-              encoding: {
-                x,
-                y: { field: "y", type: "quantitative", scale: null },
-                text: { field: "label" },
-              },
-            }]
-            : []),
-        ],
-      });
-    }
-    layers.push({
-      // Hover only: a static image has no pointer, and its voronoi cells would dominate the
-      // PNG's rasterising time.
-      description: INTERACTIVE_ONLY,
-      data: { name: "hover" },
-      transform: filter,
-      params: [{
-        name: `hover_${id}`,
-        select: {
-          type: "point",
-          encodings: ["x"],
-          nearest: true,
-          on: "pointerover",
-          clear: "pointerout",
-        },
-      }],
-      // The whole row (every series' value at the step, preformatted) is the tooltip.
-      mark: { type: "rule", color: "#555", tooltip: { content: "data" } },
-      encoding: {
-        x,
-        opacity: { condition: { param: `hover_${id}`, value: 0.6, empty: false }, value: 0 },
-      },
-    });
-    return { title: heading, width: WIDTH, height, layer: layers };
-  };
-
+/** The panels: around and after the save above the whole run, or the whole run alone. */
+function _views(o: _Overlay, first: number): ChartSpec[] {
+  const { saveAt, last } = o;
   const after = saveAt !== null && last > saveAt;
   const pad = Math.max(2, Math.round(0.05 * (last - (saveAt ?? first))));
   const detailFrom = after ? Math.max(first, saveAt! - pad) : first;
-  const views = after
-    ? [
-      panel(
-        "after",
-        detailFrom,
-        HEIGHT,
-        `steps ${exact(detailFrom)}–${exact(last)}: around and after the save`,
-        true,
-      ),
-      panel(
-        "run",
-        first,
-        Math.round(HEIGHT * 0.4),
-        `whole run, steps ${exact(first)}–${exact(last)}`,
-        false,
-      ),
-    ]
-    : [panel("run", first, HEIGHT, `steps ${exact(first)}–${exact(last)}`, true)];
-  const subtitle: string[] = [];
-  if (band.length > 0) {
-    subtitle.push("grey band: noise floor (min–max of the baseline and its repeats)");
+  if (!after) {
+    return [_panel(o, "run", first, HEIGHT, `steps ${exact(first)}–${exact(last)}`, true)];
   }
+  return [
+    _panel(
+      o,
+      "after",
+      detailFrom,
+      HEIGHT,
+      `steps ${exact(detailFrom)}–${exact(last)}: around and after the save`,
+      true,
+    ),
+    _panel(
+      o,
+      "run",
+      first,
+      Math.round(HEIGHT * 0.4),
+      `whole run, steps ${exact(first)}–${exact(last)}`,
+      false,
+    ),
+  ];
+}
+
+/** The subtitle lines: the noise band, the series drawn once, the downsampling. */
+function _subtitle(
+  banded: boolean,
+  groups: OverlayGroup[],
+  downsampledTo: number | null,
+): string[] {
+  const subtitle: string[] = [];
+  if (banded) subtitle.push("grey band: noise floor (min–max of the baseline and its repeats)");
   const merged = groups.filter((g) => g.phases.length > 1);
   if (merged.length > 0) {
     subtitle.push(
       "drawn once (bit-identical): " + merged.map((g) => g.phases.join(" = ")).join("; "),
     );
   }
-  if (downsampled) subtitle.push(`display downsampled to about ${maxPoints} points per line`);
-  return {
-    $schema: SCHEMA_URL,
-    description: `${ZOOM_HELP} Hover for every phase's value at a step.`,
-    title: subtitle.length > 0 ? { text: input.title, subtitle } : input.title,
-    config: { ...CONFIG, title: { ...CONFIG.title, subtitleFontSize: 11 } },
-    datasets,
-    vconcat: views,
-    resolve: { scale: { color: "shared" } },
-  };
+  if (downsampledTo !== null) {
+    subtitle.push(`display downsampled to about ${downsampledTo} points per line`);
+  }
+  return subtitle;
+}
+
+/** One panel: the steps from `from` on, its value axis fitted to them. */
+function _panel(
+  o: _Overlay,
+  id: string,
+  from: number,
+  height: number,
+  heading: string,
+  labelled: boolean,
+): ChartSpec {
+  const inWindow = (v: { step: number }) => v.step >= from;
+  const values = [
+    ...o.points.filter(inWindow).map((p) => p.value),
+    ...o.band.filter(inWindow).flatMap((p) => [p.lo, p.hi]),
+  ].filter((v): v is number => v !== null && Number.isFinite(v));
+  const y = valueAxis(o.metric, values, o.logScale);
+  const dense = o.points.filter(inWindow).length > DASH_LIMIT * o.groups.length;
+  const x = stepAxis([from, o.last]);
+  const filter = [{ filter: `datum.step >= ${from}` }];
+  const layers: ChartSpec[] = [];
+  if (o.band.length > 0) layers.push(envelopeLayer(filter, x, y));
+  layers.push(baselineLayer(o, filter, x, y), seriesLayer(o, id, filter, x, y, dense));
+  if (o.saveAt !== null && o.saveAt >= from) layers.push(saveRule(o.saveAt, x));
+  if (o.marks.length > 0) layers.push(divergenceMarkers(o.marks, x, labelled));
+  layers.push(hoverLayer(id, filter, x));
+  return { title: heading, width: WIDTH, height, layer: layers };
 }
 
 function sameSeries(x: OverlaySeries, y: OverlaySeries): boolean {

@@ -108,14 +108,39 @@ export function overlayDivergences(
 export function buildRunCharts(input: RunChartsInput): NamedChart[] {
   const { summary, losses } = input;
   const charts: NamedChart[] = [];
-  const repeats = new Set(repeatPhases(losses));
   const baseline = losses.phases[0] ?? "baseline";
   const seriesFor = (phase: string, metric: string): Series =>
     metric === "loss"
       ? seriesOf(losses, phase)
       : (input.metricSeries?.(phase, metric) ?? { steps: [], values: [] });
   const band = noiseBand(losses, baseline);
+  const divergence = _divergenceChart(input, seriesFor, band);
+  if (divergence) charts.push(divergence);
+  const overlay = _overlayChart(input, band);
+  if (overlay) charts.push(overlay);
+  charts.push(..._differenceCharts(input, seriesFor, new Set(charts.map((c) => c.name))));
+  const plan = planLoadSpec(summary.experiment, summary.plan_sync);
+  if (plan) {
+    charts.push({
+      name: "plan-load",
+      caption: "Send/receive bytes per process and policy",
+      spec: plan,
+      informative: true,
+    });
+  }
+  return charts;
+}
 
+/** A phase's series of a metric (empty when it has none). */
+type _SeriesFor = (phase: string, metric: string) => Series;
+
+/** The divergence chart, or null when it would say nothing. */
+function _divergenceChart(
+  input: RunChartsInput,
+  seriesFor: _SeriesFor,
+  band: ReturnType<typeof noiseBand>,
+): NamedChart | null {
+  const summary = input.summary;
   const selection = divergencePanels(summary, seriesFor);
   const divergence = divergenceSpec({
     title: `${summary.experiment}: where each resume path leaves its reference`,
@@ -125,37 +150,51 @@ export function buildRunCharts(input: RunChartsInput): NamedChart[] {
     noise: band,
     maxPoints: input.maxPoints,
   });
-  if (divergence) {
-    charts.push({
-      name: "divergence",
-      caption: "Per resume path: |b − a| per step against what its lane allows, culprits first",
-      spec: divergence,
-      informative: true,
-    });
-  }
+  if (!divergence) return null;
+  return {
+    name: "divergence",
+    caption: "Per resume path: |b − a| per step against what its lane allows, culprits first",
+    spec: divergence,
+    informative: true,
+  };
+}
 
+/** The loss overlay, or null when no phase has a value. */
+function _overlayChart(
+  input: RunChartsInput,
+  band: ReturnType<typeof noiseBand>,
+): NamedChart | null {
+  const { summary, losses } = input;
+  const repeats = new Set(repeatPhases(losses));
   // Phases without a single value (a crashed resume) would only add an empty legend entry.
   const overlayPhases = losses.phases.filter((p) =>
     !repeats.has(p) && losses.columns[p].some((v) => v !== null)
   );
-  if (overlayPhases.length > 0) {
-    charts.push({
-      name: "loss",
-      caption: "Loss of every phase, save step, first divergences and noise floor",
-      spec: lossOverlaySpec({
-        title: `${summary.experiment}: loss per phase`,
-        series: overlayPhases.map((phase) => ({ phase, ...seriesOf(losses, phase) })),
-        saveAt: summary.save_at,
-        band,
-        logScale: input.logScale,
-        maxPoints: input.maxPoints,
-        divergences: overlayDivergences(summary),
-      }),
-      informative: true,
-    });
-  }
+  if (overlayPhases.length === 0) return null;
+  return {
+    name: "loss",
+    caption: "Loss of every phase, save step, first divergences and noise floor",
+    spec: lossOverlaySpec({
+      title: `${summary.experiment}: loss per phase`,
+      series: overlayPhases.map((phase) => ({ phase, ...seriesOf(losses, phase) })),
+      saveAt: summary.save_at,
+      band,
+      logScale: input.logScale,
+      maxPoints: input.maxPoints,
+      divergences: overlayDivergences(summary),
+    }),
+    informative: true,
+  };
+}
 
-  const used = new Set(charts.map((c) => c.name));
+/** One difference chart per comparison with data on both sides; names unique against `used`. */
+function _differenceCharts(
+  input: RunChartsInput,
+  seriesFor: _SeriesFor,
+  used: Set<string>,
+): NamedChart[] {
+  const summary = input.summary;
+  const charts: NamedChart[] = [];
   // Failing comparisons first (summary order within each group): they are what a reader opens.
   const ordered = [
     ...summary.comparisons.filter((c) => c.verdict === "FAIL"),
@@ -177,15 +216,6 @@ export function buildRunCharts(input: RunChartsInput): NamedChart[] {
         isIdentical(
           alignDifference(seriesA, seriesB, comparison.first_step, comparison.last_step),
         )),
-    });
-  }
-  const plan = planLoadSpec(summary.experiment, summary.plan_sync);
-  if (plan) {
-    charts.push({
-      name: "plan-load",
-      caption: "Send/receive bytes per process and policy",
-      spec: plan,
-      informative: true,
     });
   }
   return charts;

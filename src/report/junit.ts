@@ -72,172 +72,189 @@ function known(value: number | null, format: (v: number) => string): string {
 
 function casesOf(run: JunitRun): Case[] {
   const s = run.summary;
-  const exp = s.experiment;
-  const cases: Case[] = [];
-  const stateOf = (phase: string) =>
-    s.state_checks.find((st) => st.phase === phase)?.differing ?? [];
-  for (const c of s.comparisons) {
-    // The lane is a property: declaring another topology must not rename the test.
-    const name = c.metric === "loss" ? c.name : `${c.name} (${c.metric})`;
+  return [
+    ...s.comparisons.map((c) => _comparisonCase(s, c)),
+    ...s.state_checks.map((st) => _stateCase(s.experiment, st)),
+    ...s.plan_sync.flatMap((p) => _planCases(s.experiment, p)),
+    ...s.phases.map((ph) => _phaseCase(run, ph)),
+  ];
+}
+
+type _Comparison = RunSummary["comparisons"][number];
+
+/** A comparison's test case: named by its comparison (and metric), never by its lane. */
+function _comparisonCase(s: RunSummary, c: _Comparison): Case {
+  // The lane is a property: declaring another topology must not rename the test.
+  const name = c.metric === "loss" ? c.name : `${c.name} (${c.metric})`;
+  const differing = s.state_checks.find((st) => st.phase === c.b)?.differing ?? [];
+  return {
+    classname: `${s.experiment}.comparisons`,
+    name,
+    time: 0,
+    outcome: _comparisonOutcome(c),
+    properties: [
+      ["lane", c.lane],
+      ["verdict", c.verdict],
+      ["first_divergent_step", known(c.first_divergent_step, exact)],
+      ["max_abs", known(c.max_abs, exact)],
+      // Numbers, so a CI reporter can chart or threshold them; the unit is its own property.
+      ["max_ulp", known(comparisonUlp(c)?.value ?? null, exact)],
+      ["max_ulp_unit", comparisonUlp(c)?.unit ?? ""],
+      ["culprit", blamedPhases(c, s).join(", ")],
+      ["state_components", differing.join(", ")],
+    ],
+  };
+}
+
+/** A FAIL carries the first divergent step and both values; ERROR and ABSTAIN their reason. */
+function _comparisonOutcome(c: _Comparison): Outcome {
+  if (c.verdict === "FAIL") {
     const where = c.first_step === null ? "" : ` over steps ${c.first_step}-${c.last_step}`;
-    let outcome: Outcome = { kind: "pass" };
-    if (c.verdict === "FAIL") {
-      const d = c.divergence ??
-        (c.first_divergent_step === null
-          ? null
-          : { step: c.first_divergent_step, a: null, b: null });
-      const message = d
-        ? `first divergent step ${d.step}: ${c.a}=${exact(d.a)} ${c.b}=${exact(d.b)}`
-        : (c.reason ?? `${c.name} failed`);
-      const body = [
-        `${c.name}: ${c.metric} of ${c.b} vs ${c.a}, ${c.lane} lane${where}`,
-        c.lane_reason ? `lane: ${c.lane_reason}` : "",
-        d ? `first divergent step: ${d.step}` : "first divergent step: none recorded",
-        d ? `${c.a} (a) = ${exact(d.a)}` : "",
-        d ? `${c.b} (b) = ${exact(d.b)}` : "",
-        `last matching step: ${exact(c.last_matching_step)}`,
-        `compared: ${c.compared}, failures: ${exact(c.failures)}`,
-        `max abs: ${exact(c.max_abs)}, max rel: ${exact(c.max_rel)}, max ULP: ${
-          comparisonUlpText(c)
-        }`,
-        c.reason ?? "",
-      ].filter((line) => line !== "").join("\n");
-      outcome = { kind: "failure", type: "ParityFailure", message, body };
-    } else if (c.verdict === "ERROR") {
-      const message = c.reason ?? `${c.name} could not be judged`;
-      outcome = { kind: "error", type: "ParityError", message, body: message };
-    } else if (c.verdict === "ABSTAIN") {
-      outcome = {
-        kind: "skipped",
-        message: c.reason ?? "abstained: noise floor too high for an exact verdict",
-      };
-    }
-    cases.push({
-      classname: `${exp}.comparisons`,
-      name,
-      time: 0,
-      outcome,
-      properties: [
-        ["lane", c.lane],
-        ["verdict", c.verdict],
-        ["first_divergent_step", known(c.first_divergent_step, exact)],
-        ["max_abs", known(c.max_abs, exact)],
-        // Numbers, so a CI reporter can chart or threshold them; the unit is its own property.
-        ["max_ulp", known(comparisonUlp(c)?.value ?? null, exact)],
-        ["max_ulp_unit", comparisonUlp(c)?.unit ?? ""],
-        ["culprit", blamedPhases(c, s).join(", ")],
-        ["state_components", stateOf(c.b).join(", ")],
-      ],
-    });
+    const d = c.divergence ??
+      (c.first_divergent_step === null ? null : { step: c.first_divergent_step, a: null, b: null });
+    const message = d
+      ? `first divergent step ${d.step}: ${c.a}=${exact(d.a)} ${c.b}=${exact(d.b)}`
+      : (c.reason ?? `${c.name} failed`);
+    const body = [
+      `${c.name}: ${c.metric} of ${c.b} vs ${c.a}, ${c.lane} lane${where}`,
+      c.lane_reason ? `lane: ${c.lane_reason}` : "",
+      d ? `first divergent step: ${d.step}` : "first divergent step: none recorded",
+      d ? `${c.a} (a) = ${exact(d.a)}` : "",
+      d ? `${c.b} (b) = ${exact(d.b)}` : "",
+      `last matching step: ${exact(c.last_matching_step)}`,
+      `compared: ${c.compared}, failures: ${exact(c.failures)}`,
+      `max abs: ${exact(c.max_abs)}, max rel: ${exact(c.max_rel)}, max ULP: ${
+        comparisonUlpText(c)
+      }`,
+      c.reason ?? "",
+    ].filter((line) => line !== "").join("\n");
+    return { kind: "failure", type: "ParityFailure", message, body };
   }
-  for (const st of s.state_checks) {
-    let outcome: Outcome = { kind: "pass" };
-    if (!st.available || st.verdict === "N/A") {
-      outcome = { kind: "skipped", message: "no state digests available" };
-    } else if (st.verdict === "FAIL") {
-      const message = `restored state differs: ${st.differing.join(", ")}`;
-      outcome = {
-        kind: "failure",
-        type: "StateMismatch",
-        message,
-        body: `${message}\ncompared: ${(st.compared ?? []).join(", ")}`,
-      };
-    } else if (st.verdict === "ERROR") {
-      outcome = {
-        kind: "error",
-        type: "StateError",
-        message: "state check could not be made",
-        body: "",
-      };
-    } else if (st.verdict === "ABSTAIN") {
-      outcome = { kind: "skipped", message: "state check abstained" };
-    }
-    cases.push({
-      classname: `${exp}.state`,
-      name: st.phase,
-      time: 0,
-      outcome,
-      properties: [
-        ["verdict", st.verdict],
-        ["differing", st.differing.join(", ")],
-        ["compared", (st.compared ?? []).join(", ")],
-      ],
-    });
+  if (c.verdict === "ERROR") {
+    const message = c.reason ?? `${c.name} could not be judged`;
+    return { kind: "error", type: "ParityError", message, body: message };
   }
-  for (const p of s.plan_sync) {
-    const outcome: Outcome = p.verified ? { kind: "pass" } : {
-      kind: "failure",
-      type: "PlanRejected",
-      message: `plan rejected: ${p.error ?? "verification failed"}`,
-      body: `policy ${p.policy} (phase ${p.phase}): ${p.error ?? "verification failed"}`,
+  if (c.verdict === "ABSTAIN") {
+    return {
+      kind: "skipped",
+      message: c.reason ?? "abstained: noise floor too high for an exact verdict",
     };
-    cases.push({
-      classname: `${exp}.plan`,
-      name: p.policy,
-      time: 0,
-      outcome,
-      properties: [
-        ["verified", String(p.verified)],
-        ["phase", p.phase],
-        ["planner", plannerText(p.planner)],
-        ["second_opinion", secondOpinionText(p.second_opinion)],
-      ],
-    });
-    const ex = p.execution;
-    if (!ex) continue;
-    const first = ex.mismatches[0];
-    cases.push({
-      classname: `${exp}.plan_execution`,
-      name: p.policy,
-      time: 0,
-      outcome: ex.verdict === "PASS" ? { kind: "pass" } : {
-        kind: ex.verdict === "FAIL" ? "failure" : "error",
-        type: ex.verdict === "FAIL" ? "PlanExecutionMismatch" : "PlanExecutionError",
-        message: ex.reason,
-        body: ex.mismatches.map((m) =>
-          `${m.parameter} · expert ${m.expert} · ${m.kind} · process ${m.process} · ` +
-          `region ${m.region}: ${m.detail}`
-        ).join("\n") || ex.reason,
-      },
-      properties: [
-        ["verdict", ex.verdict],
-        ["phase", ex.phase],
-        ["against", ex.against ?? ""],
-        ["compared", String(ex.compared)],
-        ["mismatches", String(ex.mismatch_count)],
-        ["first_parameter", first?.parameter ?? ""],
-      ],
-    });
   }
-  for (const ph of s.phases) {
-    let outcome: Outcome = { kind: "pass" };
-    if (ph.status === "failed" || ph.status === "timeout") {
-      const tail = run.logTail?.(ph.name) || stripAnsi(ph.log_tail ?? "");
-      const message = ph.message ??
-        (ph.status === "timeout" ? "timed out" : `exited with code ${ph.exit_code ?? "unknown"}`);
-      outcome = {
-        kind: "error",
-        type: ph.status === "timeout" ? "PhaseTimeout" : "PhaseFailed",
-        message: `${ph.name}: ${message}`,
-        body: tail === "" ? "(no log output)" : tail,
-      };
-    } else if (ph.status === "skipped") {
-      outcome = { kind: "skipped", message: ph.message ?? "phase skipped" };
-    }
-    cases.push({
-      classname: `${exp}.phases`,
-      name: ph.name,
-      time: ph.wall_s,
-      outcome,
-      properties: [
-        ["role", ph.role],
-        ["status", ph.status],
-        ["cached", String(ph.cached)],
-        ...(ph.source_run ? [["source_run", ph.source_run] as [string, string]] : []),
-      ],
-    });
+  return { kind: "pass" };
+}
+
+/** A state check's test case. */
+function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
+  let outcome: Outcome = { kind: "pass" };
+  if (!st.available || st.verdict === "N/A") {
+    outcome = { kind: "skipped", message: "no state digests available" };
+  } else if (st.verdict === "FAIL") {
+    const message = `restored state differs: ${st.differing.join(", ")}`;
+    outcome = {
+      kind: "failure",
+      type: "StateMismatch",
+      message,
+      body: `${message}\ncompared: ${(st.compared ?? []).join(", ")}`,
+    };
+  } else if (st.verdict === "ERROR") {
+    outcome = {
+      kind: "error",
+      type: "StateError",
+      message: "state check could not be made",
+      body: "",
+    };
+  } else if (st.verdict === "ABSTAIN") {
+    outcome = { kind: "skipped", message: "state check abstained" };
   }
+  return {
+    classname: `${exp}.state`,
+    name: st.phase,
+    time: 0,
+    outcome,
+    properties: [
+      ["verdict", st.verdict],
+      ["differing", st.differing.join(", ")],
+      ["compared", (st.compared ?? []).join(", ")],
+    ],
+  };
+}
+
+/** A plan's verification case, and its execution case when it was executed. */
+function _planCases(exp: string, p: RunSummary["plan_sync"][number]): Case[] {
+  const outcome: Outcome = p.verified ? { kind: "pass" } : {
+    kind: "failure",
+    type: "PlanRejected",
+    message: `plan rejected: ${p.error ?? "verification failed"}`,
+    body: `policy ${p.policy} (phase ${p.phase}): ${p.error ?? "verification failed"}`,
+  };
+  const cases: Case[] = [{
+    classname: `${exp}.plan`,
+    name: p.policy,
+    time: 0,
+    outcome,
+    properties: [
+      ["verified", String(p.verified)],
+      ["phase", p.phase],
+      ["planner", plannerText(p.planner)],
+      ["second_opinion", secondOpinionText(p.second_opinion)],
+    ],
+  }];
+  const ex = p.execution;
+  if (!ex) return cases;
+  const first = ex.mismatches[0];
+  cases.push({
+    classname: `${exp}.plan_execution`,
+    name: p.policy,
+    time: 0,
+    outcome: ex.verdict === "PASS" ? { kind: "pass" } : {
+      kind: ex.verdict === "FAIL" ? "failure" : "error",
+      type: ex.verdict === "FAIL" ? "PlanExecutionMismatch" : "PlanExecutionError",
+      message: ex.reason,
+      body: ex.mismatches.map((m) =>
+        `${m.parameter} · expert ${m.expert} · ${m.kind} · process ${m.process} · ` +
+        `region ${m.region}: ${m.detail}`
+      ).join("\n") || ex.reason,
+    },
+    properties: [
+      ["verdict", ex.verdict],
+      ["phase", ex.phase],
+      ["against", ex.against ?? ""],
+      ["compared", String(ex.compared)],
+      ["mismatches", String(ex.mismatch_count)],
+      ["first_parameter", first?.parameter ?? ""],
+    ],
+  });
   return cases;
+}
+
+/** A phase's test case: an error with the log tail when it failed or timed out. */
+function _phaseCase(run: JunitRun, ph: RunSummary["phases"][number]): Case {
+  let outcome: Outcome = { kind: "pass" };
+  if (ph.status === "failed" || ph.status === "timeout") {
+    const tail = run.logTail?.(ph.name) || stripAnsi(ph.log_tail ?? "");
+    const message = ph.message ??
+      (ph.status === "timeout" ? "timed out" : `exited with code ${ph.exit_code ?? "unknown"}`);
+    outcome = {
+      kind: "error",
+      type: ph.status === "timeout" ? "PhaseTimeout" : "PhaseFailed",
+      message: `${ph.name}: ${message}`,
+      body: tail === "" ? "(no log output)" : tail,
+    };
+  } else if (ph.status === "skipped") {
+    outcome = { kind: "skipped", message: ph.message ?? "phase skipped" };
+  }
+  return {
+    classname: `${run.summary.experiment}.phases`,
+    name: ph.name,
+    time: ph.wall_s,
+    outcome,
+    properties: [
+      ["role", ph.role],
+      ["status", ph.status],
+      ["cached", String(ph.cached)],
+      ...(ph.source_run ? [["source_run", ph.source_run] as [string, string]] : []),
+    ],
+  };
 }
 
 function caseXml(c: Case): string {

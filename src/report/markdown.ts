@@ -312,43 +312,13 @@ function sections(
     text: `${verdictLine(s.experiment, s.run_id, s.verdict)}\n${reportMarker(s.experiment)}`,
   });
   // The root-cause card first: what happened and what to try, before any table.
-  // Backticks would be escaped to literal marks; the card reads better without them.
-  const plain = (text: string) => mdText(text.replace(/`/g, ""));
-  for (const entry of rootCauseCard(s)) {
-    const lines = [
-      `> **${mdText(entry.label)}** — ${plain(entry.title)}`,
-      "> ",
-      `> **Next:** ${plain(entry.next)}`,
-      ...entry.evidence.map((line) => `> - ${mdText(line)}`),
-    ];
-    if (entry.logTail) {
-      lines.push(
-        "> ",
-        ...codeBlock(entry.logTail).split("\n").map((l) => `> ${l}`),
-      );
-    }
-    out.push({ text: lines.join("\n") });
-  }
+  out.push(..._cardSections(run));
   const previous = run.previous
     ? ` · last run ${mdText(run.previous.run_id)}: ${mdText(run.previous.verdict)}`
     : "";
   out.push({ text: mdText(headline(run)) + previous });
   out.push(stateSection(run, resolve));
-  const differs = comparisonsTable(run, "differing");
-  const pass = passLine(run);
-  const differsText = (shown: Table) =>
-    `### ${differs.title}\n\n${mdTable(shown, resolve)}` +
-    (shown.rows.length < differs.rows.length
-      ? `\n\n_${differs.rows.length - shown.rows.length} more comparisons differ: see report.html._`
-      : "") +
-    (pass ? `\n\n${pass}` : "");
-  out.push(
-    differs.rows.length === 0 ? { text: pass } : {
-      text: differsText(differs),
-      // The first rows are the ones a reviewer reads; the rest stay in report.html.
-      brief: differsText({ ...differs, rows: differs.rows.slice(0, BRIEF_ROWS) }),
-    },
-  );
+  out.push(_differsSection(run, resolve));
   if (s.golden) out.push({ text: goldenLine(s.golden) });
   const broken = culprits(s);
   if (broken.length > 0) {
@@ -363,38 +333,8 @@ function sections(
     });
   }
   const unjudged = unjudgedComparisons(run);
-  if (unjudged.length > 0) {
-    out.push({
-      text: [
-        "<details>",
-        `<summary>${verdictLabel("ERROR")}: ${
-          escapeHtml(unjudgedTitle(unjudged.length))
-        }</summary>`,
-        "",
-        ...unjudged.map((cmp) =>
-          `- ${mdText(cmp.name)}: ${mdText(cmp.reason ?? "no values to compare")}`
-        ),
-        "",
-        "</details>",
-      ].join("\n"),
-    });
-  }
-  for (const phase of erroredPhases(run)) {
-    const tail = run.logTail(phase.name);
-    out.push({
-      text: [
-        "<details>",
-        `<summary>${verdictLabel("ERROR")} ${escapeHtml(phase.name)} log tail (${phase.status}${
-          phase.exit_code !== null ? `, exit ${phase.exit_code}` : ""
-        })</summary>`,
-        "",
-        codeBlock(tail === "" ? "(no log output)" : tail),
-        "",
-        "</details>",
-      ].join("\n"),
-      brief: `_${mdText(phase.name)} log tail: see report.html._`,
-    });
-  }
+  if (unjudged.length > 0) out.push(_unjudgedSection(unjudged));
+  out.push(...erroredPhases(run).map((phase) => _logTailSection(run, phase)));
   // Only charts that carry information; per-comparison charts sit in their culprit's block.
   const shown = charts.filter((ch) => ch.informative && ch.comparison === undefined);
   if (shown.length > 0) {
@@ -411,9 +351,95 @@ function sections(
       brief: `_${table.title}: see report.html._`,
     });
   }
+  out.push(_phasesSection(run, existingFiles, resolve), _footer(run, resolve));
+  return out;
+}
+
+/** The root-cause card: one quoted block per cause, with what to try next. */
+function _cardSections(run: LoadedRun): Section[] {
+  // Backticks would be escaped to literal marks; the card reads better without them.
+  const plain = (text: string) => mdText(text.replace(/`/g, ""));
+  return rootCauseCard(run.summary).map((entry) => {
+    const lines = [
+      `> **${mdText(entry.label)}** — ${plain(entry.title)}`,
+      "> ",
+      `> **Next:** ${plain(entry.next)}`,
+      ...entry.evidence.map((line) => `> - ${mdText(line)}`),
+    ];
+    if (entry.logTail) {
+      lines.push(
+        "> ",
+        ...codeBlock(entry.logTail).split("\n").map((l) => `> ${l}`),
+      );
+    }
+    return { text: lines.join("\n") };
+  });
+}
+
+/** The comparisons that differ (the first rows in brief), then the ones that pass. */
+function _differsSection(run: LoadedRun, resolve: LinkResolver): Section {
+  const differs = comparisonsTable(run, "differing");
+  const pass = passLine(run);
+  const differsText = (shown: Table) =>
+    `### ${differs.title}\n\n${mdTable(shown, resolve)}` +
+    (shown.rows.length < differs.rows.length
+      ? `\n\n_${differs.rows.length - shown.rows.length} more comparisons differ: see report.html._`
+      : "") +
+    (pass ? `\n\n${pass}` : "");
+  return differs.rows.length === 0 ? { text: pass } : {
+    text: differsText(differs),
+    // The first rows are the ones a reviewer reads; the rest stay in report.html.
+    brief: differsText({ ...differs, rows: differs.rows.slice(0, BRIEF_ROWS) }),
+  };
+}
+
+/** The comparisons that could not be judged, folded. */
+function _unjudgedSection(unjudged: ReturnType<typeof unjudgedComparisons>): Section {
+  return {
+    text: [
+      "<details>",
+      `<summary>${verdictLabel("ERROR")}: ${escapeHtml(unjudgedTitle(unjudged.length))}</summary>`,
+      "",
+      ...unjudged.map((cmp) =>
+        `- ${mdText(cmp.name)}: ${mdText(cmp.reason ?? "no values to compare")}`
+      ),
+      "",
+      "</details>",
+    ].join("\n"),
+  };
+}
+
+/** A failed phase's log tail, folded. */
+function _logTailSection(
+  run: LoadedRun,
+  phase: ReturnType<typeof erroredPhases>[number],
+): Section {
+  const tail = run.logTail(phase.name);
+  return {
+    text: [
+      "<details>",
+      `<summary>${verdictLabel("ERROR")} ${escapeHtml(phase.name)} log tail (${phase.status}${
+        phase.exit_code !== null ? `, exit ${phase.exit_code}` : ""
+      })</summary>`,
+      "",
+      codeBlock(tail === "" ? "(no log output)" : tail),
+      "",
+      "</details>",
+    ].join("\n"),
+    brief: `_${mdText(phase.name)} log tail: see report.html._`,
+  };
+}
+
+/** The phases table, folded under its counts. */
+function _phasesSection(
+  run: LoadedRun,
+  existingFiles: Set<string>,
+  resolve: LinkResolver,
+): Section {
+  const s = run.summary;
   const phases = phasesTable(run, existingFiles);
   const cached = s.phases.filter((p) => p.cached).length;
-  out.push({
+  return {
     text: `<details><summary>${
       escapeHtml(
         `${phases.title}: ${s.phases.length}, ${
@@ -422,17 +448,20 @@ function sections(
       )
     }</summary>\n\n${mdTable(phases, resolve)}\n\n</details>`,
     brief: `_${phases.title}: see report.html._`,
-  });
-  out.push({
+  };
+}
+
+/** The footer: harness version and the links to the other outputs. */
+function _footer(run: LoadedRun, resolve: LinkResolver): Section {
+  return {
     text: `<sub>parity harness ${
-      mdText(s.harness_version ?? "")
+      mdText(run.summary.harness_version ?? "")
     } · interactive charts: [report.html](${
       resolve("report.html")
     }) · machine-readable: [summary.json](${resolve("summary.json")}), [junit.xml](${
       resolve("junit.xml")
     })</sub>`,
-  });
-  return out;
+  };
 }
 
 /**
