@@ -8,6 +8,7 @@
 
 import { Command, Option } from "commander";
 import type { MetricsFormat } from "../metrics/series.ts";
+import { DEFAULT_METRIC, TOLERANCE_DEFAULTS } from "../experiment/mod.ts";
 import { compareMetricsFiles, formatCompareTable } from "../parity/mod.ts";
 import { EXIT_CODES } from "../types/summary.ts";
 import { examples, numberArgument, type Subcommand, usageError } from "./_subcommand.ts";
@@ -70,10 +71,15 @@ export const compareCommand: Subcommand = (exit): Command =>
         "both",
       ),
     )
-    .option("--metric <M>", "metric to compare", "loss")
-    .option("--rtol <X>", "tolerance lane relative tolerance", nonNegative, 1e-4)
-    .option("--atol <X>", "tolerance lane absolute tolerance", nonNegative, 0)
-    .option("--max-failures <N>", "tolerance lane failure budget", count, 0)
+    .option("--metric <M>", "metric to compare", DEFAULT_METRIC)
+    .option("--rtol <X>", "tolerance lane relative tolerance", nonNegative, TOLERANCE_DEFAULTS.rtol)
+    .option("--atol <X>", "tolerance lane absolute tolerance", nonNegative, TOLERANCE_DEFAULTS.atol)
+    .option(
+      "--max-failures <N>",
+      "tolerance lane failure budget",
+      count,
+      TOLERANCE_DEFAULTS.max_failures,
+    )
     .option(
       "--from <S>",
       "window start (default: the first step both files span; a step missing inside fails)",

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "./defaults.ts";
 import { isAbsolute, join, resolve } from "node:path";
 import { argText, type PresetDescriptor, presetNamed, topologyArgs } from "../presets/mod.ts";
 import type {
@@ -124,11 +125,13 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
       steps: exp.schedule.steps,
       saveAt: exp.schedule.save_at,
       metrics: exp.metrics,
-      compare: exp.compare,
-      tolerance: exp.tolerance,
+      compare: exp.compare ?? [],
+      tolerance: exp.tolerance ?? { ...TOLERANCE_DEFAULTS },
+      toleranceDeclared: exp.tolerance !== undefined,
       golden: exp.golden ?? false,
-      ...(exp.drift ? { drift: exp.drift } : {}),
+      drift: { ...DRIFT_DEFAULTS, ...exp.drift },
     },
+    charts: { ...exp.charts },
   };
 }
 
@@ -359,7 +362,6 @@ function compilePhase(
       ...(preset?.phaseCodeInputs?.(presetCtx) ?? []),
     ],
   };
-  if (node.saveAt !== undefined) spec.saveAt = node.saveAt;
   if (node.resumeKind) spec.resumeKind = node.resumeKind;
   if (node.policy) spec.policy = node.policy;
   if (judged.lane) spec.lane = judged.lane;

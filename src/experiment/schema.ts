@@ -9,6 +9,14 @@
 
 import { z } from "zod";
 import { PRESET_NAMES } from "../presets/mod.ts";
+import type { CompareSpec } from "../types/phase_spec.ts";
+import {
+  AUTO_TOLERANCE_DEFAULTS,
+  CHART_DEFAULTS,
+  DEFAULT_METRIC,
+  DRIFT_DEFAULTS,
+  TOLERANCE_DEFAULTS,
+} from "./defaults.ts";
 
 const positiveInt = z.int("expected a positive integer").positive("expected a positive integer");
 const nonNegativeInt = z.int("expected a non-negative integer")
@@ -180,32 +188,39 @@ export const ResumeSchema = z.object({
 
 /** Tolerance lane settings. */
 export const ToleranceSchema = z.object({
-  rtol: nonNegativeNumber.default(1e-4).describe("relative tolerance"),
-  atol: nonNegativeNumber.default(0).describe("absolute tolerance"),
-  max_failures: nonNegativeInt.default(0).describe("steps allowed outside the tolerance"),
+  rtol: nonNegativeNumber.default(TOLERANCE_DEFAULTS.rtol).describe("relative tolerance"),
+  atol: nonNegativeNumber.default(TOLERANCE_DEFAULTS.atol).describe("absolute tolerance"),
+  max_failures: nonNegativeInt.default(TOLERANCE_DEFAULTS.max_failures)
+    .describe("steps allowed outside the tolerance"),
 }).strict().describe("fixed tolerance lane settings");
 
 /** Thresholds of the drift lane (docs/parity.md, "The drift lane"); unset keys keep defaults. */
 export const DriftSchema = z.object({
-  early_steps: positiveInt.optional().describe("resumed steps judged tightly (default 10)"),
+  early_steps: positiveInt.optional().describe(
+    `resumed steps judged tightly (default ${DRIFT_DEFAULTS.early_steps})`,
+  ),
   early_ulp: z.number("expected a number").positive("expected a positive number").optional()
-    .describe("allowed early |b - a| in float32 ULPs of a (default 16)"),
+    .describe(`allowed early |b - a| in float32 ULPs of a (default ${DRIFT_DEFAULTS.early_ulp})`),
   envelope: z.number("expected a number").positive("expected a positive number").optional()
-    .describe("allowed later |b - a| over the median step-to-step change of a (default 1)"),
+    .describe(
+      `allowed later |b - a| over the median step-to-step change of a (default ${DRIFT_DEFAULTS.envelope})`,
+    ),
   blocks: z.int("expected an integer").min(2, "expected at least 2").optional()
-    .describe("blocks of the bias test (default 10)"),
+    .describe(`blocks of the bias test (default ${DRIFT_DEFAULTS.blocks})`),
   bias_t: z.number("expected a number").positive("expected a positive number").optional()
-    .describe("largest |t| of the block means of b - a (default 5)"),
+    .describe(`largest |t| of the block means of b - a (default ${DRIFT_DEFAULTS.bias_t})`),
 }).strict().describe("drift lane thresholds");
 
 /** Settings of `tolerance: auto` (Megatron's compute_golden_statistics rule). */
 export const AutoToleranceSchema = z.object({
   auto: z.literal(true, "expected true"),
-  multiplier: z.number("expected a number").positive("expected a positive number").default(1.5)
+  multiplier: z.number("expected a number").positive("expected a positive number")
+    .default(AUTO_TOLERANCE_DEFAULTS.multiplier)
     .describe("rtol = max(max relative deviation of the repeats × multiplier, floor)"),
-  floor: nonNegativeNumber.default(1e-3).describe("lower bound of the derived rtol"),
-  atol: nonNegativeNumber.default(0),
-  max_failures: nonNegativeInt.default(0),
+  floor: nonNegativeNumber.default(AUTO_TOLERANCE_DEFAULTS.floor)
+    .describe("lower bound of the derived rtol"),
+  atol: nonNegativeNumber.default(AUTO_TOLERANCE_DEFAULTS.atol),
+  max_failures: nonNegativeInt.default(AUTO_TOLERANCE_DEFAULTS.max_failures),
 }).strict().describe("tolerance derived from the noise floor");
 
 /** An explicit comparison. */
@@ -216,7 +231,7 @@ export const CompareSchema = z.object({
   ).optional().describe("display name; default a~b"),
   a: z.string().describe("reference phase").meta({ examples: ["baseline"] }),
   b: z.string().describe("compared phase").meta({ examples: ["resume-native"] }),
-  metric: z.string().default("loss"),
+  metric: z.string().default(DEFAULT_METRIC),
   lane: z.enum(["exact", "tolerance", "drift"]).default("exact"),
   window: z.object({
     from: positiveInt.describe("first step"),
@@ -279,7 +294,7 @@ export const ExperimentObjectSchema = z.object({
   tolerance: z.union([ToleranceSchema, AutoToleranceSchema]).optional()
     .describe("tolerance lane defaults"),
   drift: DriftSchema.optional().describe("drift lane thresholds (resumes on another topology)"),
-  metrics: z.array(z.string()).min(1, "expected at least one metric").default(["loss"])
+  metrics: z.array(z.string()).min(1, "expected at least one metric").default([DEFAULT_METRIC])
     .describe("metrics compared by default"),
   compare: z.array(CompareSchema).optional(),
   golden: z.boolean("expected true or false").optional()
@@ -293,9 +308,10 @@ export const ExperimentObjectSchema = z.object({
   keep_checkpoints: z.enum(["all", "last", "none"]).default("all")
     .describe("which checkpoints stay on disk after the run"),
   charts: z.object({
-    log_scale: z.boolean().default(false),
-    max_points: positiveInt.default(2000).describe("display downsampling; never used for judging"),
-  }).strict().default({ log_scale: false, max_points: 2000 }),
+    log_scale: z.boolean().default(CHART_DEFAULTS.log_scale),
+    max_points: positiveInt.default(CHART_DEFAULTS.max_points)
+      .describe("display downsampling; never used for judging"),
+  }).strict().default({ ...CHART_DEFAULTS }),
   matrix: z.record(z.string(), z.array(z.unknown()).min(1, "expected at least one value"))
     .optional()
     .describe("dotted.path -> values; one experiment per combination, named name[k=v,...]")
@@ -312,5 +328,11 @@ export type TrainerArgs = z.output<typeof TrainerArgsSchema>;
 export type ResumeEntry = z.output<typeof ResumeSchema>;
 /** Where phases run. */
 export type ExecutorEntry = z.output<typeof ExecutorSchema>;
-/** One explicit comparison. */
+/** One explicit comparison: the resolved plan's {@link CompareSpec}. */
 export type CompareEntry = z.output<typeof CompareSchema>;
+
+// `CompareSpec` (src/types, which may not import zod's schema) is this schema's output type; the
+// compiler refuses a change to one that the other does not follow.
+type _Equal<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _compareSpecIsSchemaOutput: _Equal<CompareEntry, CompareSpec> = true;
+void _compareSpecIsSchemaOutput;

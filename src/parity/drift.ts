@@ -4,14 +4,14 @@
  * chaotically until it saturates; a fixed rtol fails every realistic run length. The lane tells
  * that drift from a bug with three tests over the window (docs/parity.md, "The drift lane"):
  *
- * 1. **Early window** (the first {@link DRIFT_DEFAULTS.earlySteps} steps): every `|b - a|`
- *    within {@link DRIFT_DEFAULTS.earlyUlp} float32 ULPs of `a`. A correct reshard starts at ULP
+ * 1. **Early window** (the first {@link DriftOptions.earlySteps} steps): every `|b - a|`
+ *    within {@link DriftOptions.earlyUlp} float32 ULPs of `a`. A correct reshard starts at ULP
  *    level; lost or corrupted state shows at N+1 or N+2 by orders of magnitude.
  * 2. **Envelope** (the rest): `|b - a|` within the loss's own step-to-step noise (the median
- *    `|a[k] - a[k-1]|` over the window, times {@link DRIFT_DEFAULTS.envelopeFactor}): drift
+ *    `|a[k] - a[k-1]|` over the window, times {@link DriftOptions.envelopeFactor}): drift
  *    saturates below it, a broken run does not.
- * 3. **Bias**: the mean of `b - a` over {@link DRIFT_DEFAULTS.blocks} blocks of the long window
- *    must stay at zero (|t| of the block means within {@link DRIFT_DEFAULTS.biasT}). Chaos
+ * 3. **Bias**: the mean of `b - a` over {@link DriftOptions.blocks} blocks of the long window
+ *    must stay at zero (|t| of the block means within {@link DriftOptions.biasT}). Chaos
  *    averages out; a slightly wrong LR or a lost weight decay pushes one way.
  *
  * Missing steps and one-sided NaN fail as in every lane.
@@ -21,7 +21,7 @@
 
 import { ulps } from "../format/numbers.ts";
 import type { MetricSeries } from "../metrics/series.ts";
-import type { DriftSummary } from "../types/summary.ts";
+import type { DriftFailure, DriftSummary } from "../types/summary.ts";
 import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
 import { sortedHas } from "./_sorted.ts";
 
@@ -35,7 +35,10 @@ export interface DriftOptions {
   envelopeFactor: number;
   /** Blocks the long window is cut into for the bias test. */
   blocks: number;
-  /** Fewest steps per block; shorter long windows skip the bias test (said in the summary). */
+  /**
+   * Fewest steps per block ({@link MIN_BLOCK_STEPS}); shorter long windows skip the bias test
+   * (said in the summary).
+   */
   minBlockSteps: number;
   /** Largest |t| of the block means of `b - a` that still counts as zero mean. */
   biasT: number;
@@ -46,16 +49,11 @@ export interface DriftOptions {
   earlyRel: number;
 }
 
-/** The defaults: see docs/parity.md for the false-alarm and miss rates they give. */
-export const DRIFT_DEFAULTS: Readonly<DriftOptions> = Object.freeze({
-  earlySteps: 10,
-  earlyUlp: 16,
-  envelopeFactor: 1,
-  blocks: 10,
-  minBlockSteps: 10,
-  biasT: 5,
-  earlyRel: 0,
-});
+/**
+ * Fewest steps per bias-test block: a property of the test, not an experiment setting. The
+ * settings' defaults live with the schema (`src/experiment/defaults.ts`).
+ */
+export const MIN_BLOCK_STEPS = 10;
 
 /** Spacing of float32 values at `|x|` (one float32 ULP). */
 export function ulp32(x: number): number {
@@ -75,10 +73,10 @@ export function compareDrift(
     metric?: string;
     window: Float64Array | StepRange;
     names?: [string, string];
-    drift?: Partial<DriftOptions>;
+    drift: DriftOptions;
   },
 ): LaneResult {
-  const o: DriftOptions = { ...DRIFT_DEFAULTS, ...options.drift };
+  const o = options.drift;
   const metric = options.metric ?? "loss";
   const base = compareLane(a, b, {
     lane: "exact",
@@ -100,7 +98,7 @@ export function compareDrift(
 
   let firstStep: number | null = null;
   let firstIndex = -1;
-  let why = "";
+  let failure: DriftFailure | undefined;
   let earlyMax = 0;
   for (let i = 0; i < early; i++) {
     const u = Math.abs(ys[i] - xs[i]) / ulp32(xs[i]);
@@ -108,9 +106,14 @@ export function compareDrift(
     const noiseAllows = Math.abs(ys[i] - xs[i]) <= o.earlyRel * Math.abs(xs[i]);
     if (u > o.earlyUlp && !noiseAllows && firstIndex < 0) {
       firstIndex = i;
-      why = `|b-a| = ${Math.abs(ys[i] - xs[i])} is ${ulps(Math.round(u), "f32")} at step ${
-        steps[i]
-      }, in the early window where a correct reshard stays within ${ulps(o.earlyUlp, "f32")}`;
+      failure = {
+        test: "early",
+        metric,
+        step: steps[i],
+        measured: u,
+        bound: o.earlyUlp,
+        abs_diff: Math.abs(ys[i] - xs[i]),
+      };
     }
   }
   let maxRatio = 0;
@@ -119,19 +122,31 @@ export function compareDrift(
     if (ratio > maxRatio) maxRatio = ratio;
     if (ratio > o.envelopeFactor && firstIndex < 0) {
       firstIndex = i;
-      why = `|b-a| = ${Math.abs(ys[i] - xs[i])} at step ${
-        steps[i]
-      } exceeds the drift envelope ${envelope} (${o.envelopeFactor} × the median step-to-step change of ${nameA})`;
+      failure = {
+        test: "envelope",
+        metric,
+        step: steps[i],
+        measured: Math.abs(ys[i] - xs[i]),
+        bound: envelope,
+        abs_diff: Math.abs(ys[i] - xs[i]),
+        envelope_factor: o.envelopeFactor,
+      };
     }
   }
   const bias = biasTest(steps, xs, ys, early, o);
   if (bias.failsAt !== null && firstIndex < 0) {
     firstIndex = steps.indexOf(bias.failsAt);
-    why = `${nameB} - ${nameA} has a persistent bias: mean ${bias.mean} over steps ${
-      steps[early]
-    }..${steps[n - 1]} (t = ${
-      bias.t.toFixed(1)
-    } over ${o.blocks} blocks, limit ${o.biasT}); reduction-order drift averages to zero, a wrong LR or a lost weight decay does not`;
+    failure = {
+      test: "bias",
+      metric,
+      step: bias.failsAt,
+      measured: bias.mean,
+      bound: o.biasT,
+      t: bias.t,
+      blocks: o.blocks,
+      from: steps[early],
+      to: steps[n - 1],
+    };
   }
   if (firstIndex >= 0) firstStep = steps[firstIndex];
 
@@ -147,6 +162,7 @@ export function compareDrift(
     bias_limit: o.biasT,
     bias_blocks: bias.blocks,
   };
+  if (failure !== undefined) summary.failure = failure;
   result.drift = summary;
   const span = `steps ${base.first_step}..${base.last_step}`;
   result.failures = firstIndex >= 0 ? 1 : 0;
@@ -166,9 +182,33 @@ export function compareDrift(
     result.first_divergent_step = firstStep;
     result.last_matching_step = firstIndex > 0 ? steps[firstIndex - 1] : null;
     result.divergence = { step: firstStep, a: xs[firstIndex], b: ys[firstIndex] };
-    result.reason = `${metric} is not reduction-order drift: ${why}.`;
+    result.reason = `${metric} is not reduction-order drift: ${
+      driftFailureText(failure!, [nameA, nameB])
+    }.`;
   }
   return result;
+}
+
+/**
+ * The broken test in words, e.g. `|b-a| = 0.002 is 1200 ULP (f32) at step 21, in the early
+ * window ...`; `names` are the two sides. For display only: code reads {@link DriftFailure}.
+ */
+export function driftFailureText(failure: DriftFailure, names: [string, string]): string {
+  const [nameA, nameB] = names;
+  switch (failure.test) {
+    case "early":
+      return `|b-a| = ${failure.abs_diff} is ${
+        ulps(Math.round(failure.measured), "f32")
+      } at step ${failure.step}, in the early window where a correct reshard stays within ${
+        ulps(failure.bound, "f32")
+      }`;
+    case "envelope":
+      return `|b-a| = ${failure.abs_diff} at step ${failure.step} exceeds the drift envelope ${failure.bound} (${failure.envelope_factor} × the median step-to-step change of ${nameA})`;
+    case "bias":
+      return `${nameB} - ${nameA} has a persistent bias: mean ${failure.measured} over steps ${failure.from}..${failure.to} (t = ${
+        (failure.t ?? 0).toFixed(1)
+      } over ${failure.blocks} blocks, limit ${failure.bound}); reduction-order drift averages to zero, a wrong LR or a lost weight decay does not`;
+  }
 }
 
 function fmt(x: number): string {

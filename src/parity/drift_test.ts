@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
+import { DRIFT_DEFAULTS } from "../experiment/defaults.ts";
 import { compareDrift, medianStepChange, ulp32 } from "./drift.ts";
+import { driftOptions } from "./evaluate.ts";
+
+/** The drift lane as a run without a `drift:` block resolves it. */
+const drift = driftOptions(DRIFT_DEFAULTS);
 
 /** A noisy loss curve over steps 1..n (deterministic). */
 function curve(n: number): { steps: number[]; loss: number[] } {
@@ -37,6 +42,7 @@ Deno.test("compareDrift() passes growing drift that saturates and averages to ze
   const { steps, loss } = curve(400);
   const r = compareDrift(seriesOf(steps, { loss }), seriesOf(steps, { loss: drifted(loss, 200) }), {
     window: { from: 201, to: 400 },
+    drift,
   });
   assert.equal(r.verdict, "PASS", r.reason);
   assert.equal(r.lane, "drift");
@@ -50,6 +56,7 @@ Deno.test("compareDrift() fails an early jump at N+2 by orders of magnitude", ()
   b[201] = Math.fround(b[201] + 1e-4); // step 202
   const r = compareDrift(seriesOf(steps, { loss }), seriesOf(steps, { loss: b }), {
     window: { from: 201, to: 400 },
+    drift,
   });
   assert.equal(r.verdict, "FAIL");
   assert.equal(r.first_divergent_step, 202);
@@ -62,6 +69,7 @@ Deno.test("compareDrift() fails a persistent bias the early window cannot see", 
   const b = drifted(loss, 200, -3e-4);
   const r = compareDrift(seriesOf(steps, { loss }), seriesOf(steps, { loss: b }), {
     window: { from: 201, to: 400 },
+    drift,
   });
   assert.equal(r.verdict, "FAIL", JSON.stringify(r.drift));
   assert.match(r.reason ?? "", /persistent bias/);
@@ -75,6 +83,7 @@ Deno.test("compareDrift() fails a difference beyond the loss's own step noise", 
   b[300] = b[300] + 0.2;
   const r = compareDrift(seriesOf(steps, { loss }), seriesOf(steps, { loss: b }), {
     window: { from: 201, to: 400 },
+    drift,
   });
   assert.equal(r.verdict, "FAIL");
   assert.equal(r.first_divergent_step, 301);
@@ -87,11 +96,13 @@ Deno.test("compareDrift() fails missing steps and skips the bias test on short w
   b[30] = undefined;
   const missing = compareDrift(seriesOf(steps, { loss }), seriesOf(steps, { loss: b }), {
     window: { from: 21, to: 40 },
+    drift,
   });
   assert.equal(missing.verdict, "FAIL");
   assert.equal(missing.first_divergent_step, 31);
   const short = compareDrift(seriesOf(steps, { loss }), seriesOf(steps, { loss }), {
     window: { from: 21, to: 40 },
+    drift,
   });
   assert.equal(short.verdict, "PASS");
   assert.equal(short.drift?.bias_blocks, 0);
@@ -103,10 +114,10 @@ Deno.test("compareDrift() widens the early bound to a measured noise floor (earl
   const b = loss.map((x, i) => (i >= 20 ? x * (1 + 2e-6 * (i % 2 ? 1 : -1)) : x));
   const window = { from: 21, to: 40 };
   const a = seriesOf(steps, { loss });
-  assert.equal(compareDrift(a, seriesOf(steps, { loss: b }), { window }).verdict, "FAIL");
+  assert.equal(compareDrift(a, seriesOf(steps, { loss: b }), { window, drift }).verdict, "FAIL");
   const noisy = compareDrift(a, seriesOf(steps, { loss: b }), {
     window,
-    drift: { earlyRel: 3e-6 },
+    drift: { ...drift, earlyRel: 3e-6 },
   });
   assert.equal(noisy.verdict, "PASS", noisy.reason);
 });

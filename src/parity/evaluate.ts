@@ -16,8 +16,9 @@ import {
   type Verdict,
   worstVerdict,
 } from "../types/summary.ts";
-import { diagnosticVerdict, PARITY_CODES } from "./codes.ts";
-import { compareDrift, type DriftOptions } from "./drift.ts";
+import { PARITY_CODES } from "./codes.ts";
+import { metricsVerdict } from "./judge.ts";
+import { compareDrift, type DriftOptions, MIN_BLOCK_STEPS } from "./drift.ts";
 import type { DriftSpec } from "../types/phase_spec.ts";
 import { compareLane, type StepRange } from "./lanes.ts";
 import { deriveRtol, measureNoiseFloor } from "./noise_floor.ts";
@@ -44,14 +45,14 @@ export interface ResolvedTolerance {
 }
 
 /**
- * The rtol/atol/budget in force: the experiment's fixed tolerance (defaults 1e-4, 0, 0), or
- * with `tolerance: auto` max(max observed relative deviation × multiplier, floor).
+ * The rtol/atol/budget in force: the resolved fixed tolerance, or with `tolerance: auto`
+ * max(max observed relative deviation × multiplier, floor).
  */
 export function resolveTolerance(
   tolerance: EvaluationInput["tolerance"],
   noise: NoiseFloorSummary,
 ): ResolvedTolerance {
-  if (tolerance !== undefined && "auto" in tolerance) {
+  if ("auto" in tolerance) {
     return {
       rtol: deriveRtol(noise.max_rel_deviation ?? 0, tolerance.multiplier, tolerance.floor),
       atol: tolerance.atol,
@@ -59,11 +60,7 @@ export function resolveTolerance(
       derived: true,
     };
   }
-  return {
-    rtol: tolerance?.rtol ?? 1e-4,
-    atol: tolerance?.atol ?? 0,
-    max_failures: tolerance?.max_failures ?? 0,
-  };
+  return { rtol: tolerance.rtol, atol: tolerance.atol, max_failures: tolerance.max_failures };
 }
 
 /**
@@ -188,13 +185,8 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     );
   }
 
-  const verdicts: Verdict[] = [
-    ...comparisons.map((c) => c.verdict),
-    ...state_checks.flatMap((s) => s.verdict === "N/A" ? [] : [s.verdict]),
-    ...diagnostics.map(diagnosticVerdict),
-  ];
   return {
-    verdict: worstVerdict(verdicts),
+    verdict: metricsVerdict({ comparisons, state_checks, diagnostics }),
     comparisons,
     state_checks,
     noise_floor: noise.summary,
@@ -273,19 +265,33 @@ export interface JudgeOptions {
   tolerance: ResolvedTolerance;
   /** Where `metrics-rounded` findings are added (once per phase and metric). */
   diagnostics: Diagnostic[];
-  /** Drift lane thresholds set by the experiment. */
-  drift?: Partial<DriftOptions>;
+  /** Drift lane thresholds in force (required when a comparison is in the drift lane). */
+  drift?: DriftOptions;
 }
 
-/** The experiment's `drift:` block as the drift lane's options (unset keys keep defaults). */
-export function driftOptions(spec: DriftSpec | undefined): Partial<DriftOptions> {
-  const out: Partial<DriftOptions> = {};
-  if (spec?.early_steps !== undefined) out.earlySteps = spec.early_steps;
-  if (spec?.early_ulp !== undefined) out.earlyUlp = spec.early_ulp;
-  if (spec?.envelope !== undefined) out.envelopeFactor = spec.envelope;
-  if (spec?.blocks !== undefined) out.blocks = spec.blocks;
-  if (spec?.bias_t !== undefined) out.biasT = spec.bias_t;
-  return out;
+/** The resolved `drift:` thresholds as the drift lane's options (no noise allowance yet). */
+export function driftOptions(spec: DriftSpec): DriftOptions {
+  return {
+    earlySteps: spec.early_steps,
+    earlyUlp: spec.early_ulp,
+    envelopeFactor: spec.envelope,
+    blocks: spec.blocks,
+    minBlockSteps: MIN_BLOCK_STEPS,
+    biasT: spec.bias_t,
+    earlyRel: 0,
+  };
+}
+
+function driftSettings(context: JudgeOptions): DriftOptions {
+  if (context.drift === undefined) throw new TypeError("a drift comparison needs drift settings");
+  // A measured noise floor widens the early bound: noise is not a bug.
+  if (context.noise.identical) return context.drift;
+  return {
+    ...context.drift,
+    earlyRel: context.tolerance.derived
+      ? context.tolerance.rtol
+      : (context.noise.max_rel_deviation ?? 0) * 1.5,
+  };
 }
 
 /**
@@ -311,13 +317,7 @@ export function judgeSeries(
       metric: plan.metric,
       window,
       names: [plan.a, plan.b],
-      // A measured noise floor widens the early bound: noise is not a bug.
-      drift: context.noise.identical ? { ...context.drift } : {
-        ...context.drift,
-        earlyRel: context.tolerance.derived
-          ? context.tolerance.rtol
-          : (context.noise.max_rel_deviation ?? 0) * 1.5,
-      },
+      drift: driftSettings(context),
     })
     : compareLane(a, b, {
       lane: plan.lane,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { jsonl, withTempDir } from "../../test/_testing/metrics_fixtures.ts";
+import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../experiment/defaults.ts";
 import { evaluateRun } from "./evaluate.ts";
 import { lossesCsv } from "./losses_csv.ts";
 import type { EvaluationInput, PhaseEvidence } from "./types.ts";
@@ -61,15 +62,28 @@ async function run(
     },
   };
   for (const [name, r] of Object.entries(resumes)) {
+    const topology = r.topology ?? "w2";
     await add(name, "resume", r.records, {
-      topology: r.topology ?? "w2",
+      topology,
       status: r.status ?? "ok",
+      // The lane resolvePlan gives this topology (its tests cover the rule).
+      lane: topology === "w2"
+        ? { lane: "exact", reason: "same topology as the saved checkpoint" }
+        : { lane: "drift", reason: "topology differs from the saved checkpoint (w2 → w4)" },
     });
   }
   for (const [k, records] of (fixture.repeats ?? []).entries()) {
     await add(`baseline-repeat-${k + 1}`, "repeat", records);
   }
-  return { steps: STEPS, saveAt: SAVE_AT, metrics: ["loss"], phases, ...extra };
+  return {
+    steps: STEPS,
+    saveAt: SAVE_AT,
+    metrics: ["loss"],
+    tolerance: TOLERANCE_DEFAULTS,
+    drift: DRIFT_DEFAULTS,
+    phases,
+    ...extra,
+  };
 }
 
 function resumeRecords(f: (s: number) => Rec = () => ({}), digests: Rec = DIGESTS): Rec[] {
@@ -134,7 +148,9 @@ Deno.test("evaluateRun() applies the experiment's drift thresholds to the drift 
     assert.equal(strict.comparisons[0].lane, "drift");
     assert.equal(strict.comparisons[0].verdict, "FAIL", "1e-5 relative is dozens of ULPs");
     assert.match(strict.comparisons[0].reason ?? "", /early window/);
-    const loose = await evaluateRun(await run(dir, fixture, { drift: { early_ulp: 400 } }));
+    const loose = await evaluateRun(
+      await run(dir, fixture, { drift: { ...DRIFT_DEFAULTS, early_ulp: 400 } }),
+    );
     assert.equal(loose.comparisons[0].verdict, "PASS", loose.comparisons[0].reason);
     assert.equal(loose.comparisons[0].drift?.early_limit_ulp32, 400);
   });

@@ -33,11 +33,11 @@ export interface LaneOptions {
    * ascending steps (see {@link rangeWindow}, {@link unionWindow}).
    */
   window: Float64Array | StepRange;
-  /** Tolerance lane: relative tolerance (default 1e-4). */
+  /** Tolerance lane: relative tolerance (required there; the defaults live with the schema). */
   rtol?: number;
-  /** Tolerance lane: absolute tolerance (default 0). */
+  /** Tolerance lane: absolute tolerance (required there). */
   atol?: number;
-  /** Tolerance lane: failures allowed (default 0). */
+  /** Tolerance lane: failures allowed (required there). */
   maxFailures?: number;
   /** Names of the two sides used in `reason` (default `a`, `b`). */
   names?: [string, string];
@@ -129,9 +129,9 @@ function orderedF32(x: number): number {
 export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptions): LaneResult {
   const metric = options.metric ?? "loss";
   const lane = options.lane;
-  const rtol = options.rtol ?? 1e-4;
-  const atol = options.atol ?? 0;
-  const budget = options.maxFailures ?? 0;
+  const { rtol = 0, atol = 0, maxFailures: budget = 0 } = lane === "tolerance"
+    ? toleranceSettings(options)
+    : {};
   const [nameA, nameB] = options.names ?? ["a", "b"];
   const explicit = options.window instanceof Float64Array ? options.window : null;
   const range = options.window as StepRange;
@@ -321,6 +321,17 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
       `all ${compared} steps (${span}) of ${metric} within rtol ${rtol}, atol ${atol}.`;
   }
   return result;
+}
+
+/** The tolerance lane's settings; each is required (a lane has no defaults of its own). */
+function toleranceSettings(options: LaneOptions): Required<
+  Pick<LaneOptions, "rtol" | "atol" | "maxFailures">
+> {
+  const { rtol, atol, maxFailures } = options;
+  if (rtol === undefined || atol === undefined || maxFailures === undefined) {
+    throw new TypeError("the tolerance lane needs rtol, atol and maxFailures");
+  }
+  return { rtol, atol, maxFailures };
 }
 
 /** JSON cannot hold NaN or infinities: they become null (the reason names them). */

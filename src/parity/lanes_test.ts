@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
 import { compareLane, rangeWindow, unionWindow } from "./lanes.ts";
+import { TOLERANCE_DEFAULTS } from "../experiment/defaults.ts";
+
+/** The tolerance lane as a run without a `tolerance:` block resolves it. */
+const TOL = {
+  rtol: TOLERANCE_DEFAULTS.rtol,
+  atol: TOLERANCE_DEFAULTS.atol,
+  maxFailures: TOLERANCE_DEFAULTS.max_failures,
+};
 import { ulpDistance64 } from "./ulp.ts";
 
 const steps = [21, 22, 23, 24];
@@ -71,7 +79,13 @@ Deno.test("compareLane() fails a step missing on one side, never skipping it", (
   const r = compareLane(
     seriesOf(steps, { loss: base }),
     seriesOf([21, 22, 24], { loss: [2.5, 2.4, 2.2] }),
-    { lane: "tolerance", window: rangeWindow(21, 24), maxFailures: 5, names: ["a", "resume"] },
+    {
+      lane: "tolerance",
+      ...TOL,
+      window: rangeWindow(21, 24),
+      maxFailures: 5,
+      names: ["a", "resume"],
+    },
   );
   assert.equal(r.verdict, "FAIL", "no budget absorbs a missing step");
   assert.equal(r.missing_steps, 1);
@@ -105,7 +119,7 @@ Deno.test("compareLane() calls NaN or infinity on both sides ERROR (no evidence)
   const a = seriesOf(steps, { loss: [2.5, Number.NaN, 2.3, Number.POSITIVE_INFINITY] });
   const b = seriesOf(steps, { loss: [2.5, Number.NaN, 2.3, Number.POSITIVE_INFINITY] });
   for (const lane of ["exact", "tolerance"] as const) {
-    const r = compareLane(a, b, { lane, window: rangeWindow(21, 24) });
+    const r = compareLane(a, b, { lane, ...TOL, window: rangeWindow(21, 24) });
     assert.equal(r.verdict, "ERROR");
     assert.equal(r.both_non_finite, 2);
     assert.equal(r.non_finite, 0);
@@ -120,17 +134,23 @@ Deno.test("compareLane() tolerance applies atol + rtol * |a| and the failure bud
   const a = seriesOf([1, 2, 3, 4], { loss: [1, 1, 1, 1] });
   const b = seriesOf([1, 2, 3, 4], { loss: [1.00005, 1.0002, 1.0003, 1] });
   const window = rangeWindow(1, 4);
-  const within = compareLane(a, b, { lane: "tolerance", window, rtol: 1e-3 });
+  const within = compareLane(a, b, { lane: "tolerance", ...TOL, window, rtol: 1e-3 });
   assert.equal(within.verdict, "PASS");
   assert.equal(within.failures, 0);
-  const budget = compareLane(a, b, { lane: "tolerance", window, rtol: 1e-4, maxFailures: 2 });
+  const budget = compareLane(a, b, {
+    lane: "tolerance",
+    ...TOL,
+    window,
+    rtol: 1e-4,
+    maxFailures: 2,
+  });
   assert.equal(budget.verdict, "PASS");
   assert.equal(budget.failures, 2);
   assert.equal(budget.first_divergent_step, 2);
   assert.match(budget.reason ?? "", /2 of 4 steps .* within the budget of 2/);
-  const over = compareLane(a, b, { lane: "tolerance", window, rtol: 1e-4, maxFailures: 1 });
+  const over = compareLane(a, b, { lane: "tolerance", ...TOL, window, rtol: 1e-4, maxFailures: 1 });
   assert.equal(over.verdict, "FAIL");
-  const absolute = compareLane(a, b, { lane: "tolerance", window, rtol: 0, atol: 3e-4 });
+  const absolute = compareLane(a, b, { lane: "tolerance", ...TOL, window, rtol: 0, atol: 3e-4 });
   assert.equal(absolute.verdict, "PASS");
   assert.equal(absolute.rtol, 0);
   assert.equal(absolute.atol, 3e-4);

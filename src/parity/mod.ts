@@ -1,7 +1,8 @@
 /**
  * The parity engine: exact and tolerance lanes over metric series, default comparison
  * planning, the noise floor (ABSTAIN, `tolerance: auto`), restored-state digest checks,
- * pre-flight diagnostics, the run verdict ({@link evaluateRun}), `losses.csv`
+ * pre-flight diagnostics, the metrics judgement ({@link evaluateRun}), the run's verdict and
+ * findings ({@link judgeRun}), `losses.csv`
  * ({@link lossesCsv}) and the comparison behind `parity compare` ({@link compareMetricsFiles}).
  *
  * @example
@@ -11,6 +12,8 @@
  *   steps: 40,
  *   saveAt: 20,
  *   metrics: ["loss"],
+ *   tolerance: { rtol: 1e-4, atol: 0, max_failures: 0 },
+ *   drift: { early_steps: 10, early_ulp: 16, envelope: 1, blocks: 10, bias_t: 5 },
  *   phases: [
  *     { name: "baseline", role: "baseline", status: "ok", metricsPath: "b.jsonl" },
  *     { name: "split", role: "split", status: "ok", metricsPath: "s.jsonl" },
@@ -25,6 +28,7 @@
 
 export * from "./types.ts";
 export {
+  driftOptions,
   evaluateRun,
   type JudgeOptions,
   judgeSeries,
@@ -43,11 +47,23 @@ export {
 } from "./lanes.ts";
 export {
   compareDrift,
-  DRIFT_DEFAULTS,
+  driftFailureText,
   type DriftOptions,
   medianStepChange,
+  MIN_BLOCK_STEPS,
   ulp32,
 } from "./drift.ts";
+export {
+  type GoldenEvidence,
+  JUDGE_CODES,
+  type Judgement,
+  judgeRun,
+  type MetricsEvidence,
+  metricsVerdict,
+  type RunEvidence,
+  VERDICT_RULES,
+  type VerdictRule,
+} from "./judge.ts";
 export {
   cardLines,
   CAUSE_CODES,

@@ -1,7 +1,7 @@
 /**
- * Which comparisons a run makes. Without `compare:`: the baseline against every resume (exact
- * when the resume runs on the saved topology, drift otherwise, unless the resume sets
- * `lane`), and exact between every two resumes that share a target topology other than the
+ * Which comparisons a run makes. Without `compare:`: the baseline against every resume in the
+ * lane the resolved plan chose for it (`src/experiment/resolve_plan.ts`: exact on the saved
+ * topology, drift otherwise, unless the resume sets `lane`), and exact between every two resumes that share a target topology other than the
  * saved one (e.g. universal reshard vs plan reshard; two resumes on the saved topology are each
  * compared exactly with the baseline already). Each uses every listed metric both phases report
  * (`loss` always). Explicit `compare:` entries replace the defaults; their default window is
@@ -62,9 +62,9 @@ function planExplicit(input: EvaluationInput): ComparisonPlan {
       name: entry.name ?? `${entry.a}~${entry.b}`,
       a: entry.a,
       b: entry.b,
-      metric: entry.metric ?? "loss",
-      lane: entry.lane ?? "exact",
-      laneReason: entry.lane ? "declared in compare:" : "compare: entries default to exact",
+      metric: entry.metric,
+      lane: entry.lane,
+      laneReason: "declared in compare:",
       window: entry.window ??
         (withSplit
           ? { from: 1, to: input.saveAt }
@@ -103,7 +103,7 @@ function planDefaults(input: EvaluationInput, reports: ReportsMetric): Compariso
   };
   if (baseline !== undefined) {
     for (const resume of resumes) {
-      add(baseline, resume, resume.lane ?? laneByTopology(resume.topology === saved));
+      add(baseline, resume, resolvedLane(resume));
     }
   }
   for (let i = 0; i < resumes.length; i++) {
@@ -118,11 +118,12 @@ function planDefaults(input: EvaluationInput, reports: ReportsMetric): Compariso
   return { comparisons, diagnostics };
 }
 
-/** The lane of a resume whose experiment did not resolve one (engine callers without a plan). */
-function laneByTopology(sameTopology: boolean): LaneChoice {
-  return sameTopology
-    ? { lane: "exact", reason: "same topology as the saved checkpoint" }
-    : { lane: "drift", reason: "topology differs from the saved checkpoint" };
+/** A resume's lane: the resolved plan decides it, once; the engine never guesses one. */
+function resolvedLane(resume: PhaseEvidence): LaneChoice {
+  if (resume.lane === undefined) {
+    throw new TypeError(`resume ${resume.name} has no lane: resolve the plan first`);
+  }
+  return resume.lane;
 }
 
 /** Listed metrics both phases report; `loss` always (its absence must surface, not vanish). */

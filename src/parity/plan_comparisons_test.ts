@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../experiment/defaults.ts";
 import { planComparisons } from "./plan_comparisons.ts";
 import type { EvaluationInput, PhaseEvidence } from "./types.ts";
 
@@ -6,12 +7,19 @@ function phase(name: string, role: PhaseEvidence["role"], extra: Partial<PhaseEv
   return { name, role, status: "ok", ...extra } as PhaseEvidence;
 }
 
+// The lanes resolvePlan gives these topologies (its tests cover the rule).
+const SAME = { lane: "exact", reason: "same topology as the saved checkpoint" } as const;
+const OTHER = {
+  lane: "drift",
+  reason: "topology differs from the saved checkpoint (world_size 2 → 4)",
+} as const;
+
 const phases: PhaseEvidence[] = [
   phase("baseline", "baseline", { topology: "w2" }),
   phase("split", "split", { topology: "w2" }),
-  phase("resume-native", "resume", { topology: "w2", resumeKind: "native" }),
-  phase("resume-universal", "resume", { topology: "w4", resumeKind: "universal" }),
-  phase("resume-plan-first_holder", "resume", { topology: "w4", resumeKind: "plan" }),
+  phase("resume-native", "resume", { topology: "w2", resumeKind: "native", lane: SAME }),
+  phase("resume-universal", "resume", { topology: "w4", resumeKind: "universal", lane: OTHER }),
+  phase("resume-plan-first_holder", "resume", { topology: "w4", resumeKind: "plan", lane: OTHER }),
   phase("resume-pinned", "resume", {
     topology: "w8",
     lane: { lane: "exact", reason: "declared in resume.pinned.lane" },
@@ -20,7 +28,15 @@ const phases: PhaseEvidence[] = [
 ];
 
 function input(extra: Partial<EvaluationInput> = {}): EvaluationInput {
-  return { steps: 40, saveAt: 20, metrics: ["loss"], phases, ...extra };
+  return {
+    steps: 40,
+    saveAt: 20,
+    metrics: ["loss"],
+    tolerance: TOLERANCE_DEFAULTS,
+    drift: DRIFT_DEFAULTS,
+    phases,
+    ...extra,
+  };
 }
 
 const everyone = () => true;

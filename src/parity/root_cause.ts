@@ -12,11 +12,13 @@
 
 import type {
   ComparisonSummary,
+  Diagnostic,
   Finding,
   PhaseSummary,
   PlanExecution,
   RunSummary,
 } from "../types/summary.ts";
+import { driftFailureText } from "./drift.ts";
 
 /** The stable codes of {@link Finding}s. */
 export const CAUSE_CODES = {
@@ -44,218 +46,337 @@ export type RootCauseInput =
   >
   & Partial<Pick<RunSummary, "plan_sync">>;
 
-/** Resume kind of each resume phase (`native`, `universal`, `plan`), when known. */
+/** Resume kind of each phase (`native`, `universal`, `plan`), from the resolved plan. */
 export type ResumeKinds = Record<string, string | undefined>;
+
+/**
+ * What the divergence rules read: the failing comparisons grouped, and the facts about the
+ * resumes, state checks and pre-flight diagnostics they are weighed against.
+ */
+export interface DivergenceFacts {
+  /** The judged run. */
+  run: RootCauseInput;
+  /** Failure groups, most decisive first; `first` is `groups[0]`. */
+  groups: Group[];
+  /** The most decisive group. */
+  first: Group;
+  /** First resumed step (save_at + 1). */
+  n1: number;
+  /** Resume phases of the run. */
+  resumes: string[];
+  /** Resumes whose loss comparison against a full run FAILs. */
+  failed: string[];
+  /** Resumes whose loss comparison against a full run PASSes. */
+  passed: string[];
+  /** Resume kind of a phase. */
+  kindOf: (phase: string) => string | undefined;
+  /** Whether a resume is judged in the drift lane (another topology). */
+  crossTopology: (phase: string) => boolean;
+  /** Some resume fails and none passes. */
+  allFail: boolean;
+  /** `Every resume`, `The resume`, or how many of how many were judged. */
+  every: string;
+  /** State components whose restored digest differs. */
+  differing: string[];
+  /** `; state check names rng` or empty. */
+  stateNote: string;
+  /** Every state check PASSes (and there is one). */
+  stateEqual: boolean;
+  /** No state check had digests. */
+  noDigests: boolean;
+  /** A diagnostic of the run by code. */
+  diagnostic: (code: string) => Diagnostic | undefined;
+  /** A drift comparison whose bias test broke. */
+  biased: ComparisonSummary | undefined;
+}
+
+/** The part of a divergence finding a rule writes (the rest is shared by every rule). */
+export type RuleCard = Pick<Finding, "title" | "next">;
+
+/** One named divergence rule: when it applies and the card it writes. */
+export interface DivergenceRule {
+  /** The finding's code. */
+  code: string;
+  /** Whether the pattern holds. */
+  applies: (facts: DivergenceFacts) => boolean;
+  /** Title and next action. */
+  card: (facts: DivergenceFacts) => RuleCard;
+}
+
+/**
+ * The divergence rules, most specific first; the first that applies writes the card, and
+ * `cause-divergence` always applies.
+ */
+export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
+  {
+    code: CAUSE_CODES.midAccumulation,
+    applies: (f) => f.diagnostic("save-mid-accumulation") !== undefined,
+    card: (f) => ({
+      title:
+        `The checkpoint was saved inside a gradient-accumulation window: ${f.first.headline}${f.stateNote}.`,
+      next: "Save on an accumulation boundary (after the optimizer step, micro_step % " +
+        "grad_accum == 0); no loader can recover the partial gradient.",
+    }),
+  },
+  {
+    code: CAUSE_CODES.lrSchedule,
+    applies: (f) => f.diagnostic("lr-schedule-mismatch") !== undefined,
+    card: (f) => ({
+      title: `The LR schedule is not restored: ${
+        f.diagnostic("lr-schedule-mismatch")!.message
+      }; ${f.first.headline}${f.first.more}${f.stateNote}.`,
+      next: "Restore the LR scheduler state on load, and pin the schedule to the full run " +
+        "(${steps}), not to the resumed process's own length.",
+    }),
+  },
+  {
+    code: CAUSE_CODES.converter,
+    applies: (f) =>
+      f.failed.length > 0 && f.failed.every((p) => f.kindOf(p) !== "native") &&
+      f.passed.some((p) => f.kindOf(p) === "native") &&
+      f.failed.some((p) => f.kindOf(p) === "universal"),
+    card: (f) => ({
+      title: `Native resumes pass; universal and reshard resumes fail (${
+        f.failed.join(", ")
+      }): the converter, or the loader of re-sliced checkpoints${f.stateNote}. ${f.first.headline}${f.first.more}.`,
+      next: "Inspect the universal converter for the named components (ds_to_universal); if " +
+        "the resume read the universal folder as a native one, set " +
+        "`checkpoint.load_universal: true` in the DeepSpeed config.",
+    }),
+  },
+  {
+    code: CAUSE_CODES.plan,
+    applies: (f) => f.failed.length > 0 && f.failed.every((p) => f.kindOf(p) === "plan"),
+    card: (f) => ({
+      title: `Only plan resumes fail (${f.failed.join(", ")}); the universal reshard to the ` +
+        `same target passes: the transfer plan or its executor. ${f.first.headline}${f.first.more}.`,
+      next: "Verify the plan (`deno task parity verify-plan <plan.json>`) and compare the " +
+        "executor's reads with the universal loader's slicing for the first differing tensor.",
+    }),
+  },
+  {
+    code: CAUSE_CODES.driftBias,
+    applies: (f) => f.biased !== undefined && f.failed.every(f.crossTopology),
+    card: (f) => ({
+      title: `The resume on another topology is biased, not drifting: ${f.biased!.reason}`,
+      next: "Compare the optimizer hyper-parameters the resumed process applies (LR, weight " +
+        "decay, betas, param groups) with the saving run's; reduction-order drift has no bias.",
+    }),
+  },
+  {
+    code: CAUSE_CODES.reshard,
+    applies: (f) => f.failed.length > 0 && f.failed.every(f.crossTopology),
+    card: (f) => {
+      const same = f.passed.some((p) => !f.crossTopology(p))
+        ? "Resumes on the saved topology pass; those on another topology fail"
+        : "The resumes on another topology fail";
+      const update = f.first.step === f.n1 + 1
+        ? " The forward at step " + f.n1 + " matched, so the first update differs."
+        : "";
+      return {
+        title: `${same} (${
+          f.failed.join(", ")
+        }) by far more than reduction-order drift: the reshard${f.stateNote}. ${f.first.headline}${f.first.more}.${update}${
+          driftLaneNote(f.first.sample)
+        }`,
+        next: "Check how the loader maps experts and optimizer state onto the new EP ranks " +
+          "(placement, expert index → EP rank) and the LR and weight decay the resumed process " +
+          "applies; a state check names what moved, when it moved.",
+      };
+    },
+  },
+  {
+    code: CAUSE_CODES.stateNotRestored,
+    applies: (f) => f.differing.length > 0 && f.allFail,
+    card: (f) => ({
+      title:
+        `${f.every} diverges: ${f.first.headline}${f.first.more}${f.stateNote} (restored ≠ saved).`,
+      next: `Restore ${f.differing.map((d) => `\`${d}\``).join(", ")} on load (the checkpoint ` +
+        "holds it, or the save never wrote it).",
+    }),
+  },
+  {
+    code: CAUSE_CODES.nondeterministic,
+    applies: (f) =>
+      f.allFail && f.first.step === f.n1 && !f.run.noise_floor.repeats && tiny(f.first),
+    card: (f) => ({
+      title:
+        `${f.every} differs from step ${f.n1} by a few ULPs (${f.first.headline}${f.first.more}), and no ` +
+        "noise floor was measured: the trainer may simply not be bit-deterministic.",
+      next: "Add `noise_floor: {repeats: 2}` (and `tolerance: {auto: true}`) to measure it: " +
+        "exact lanes then ABSTAIN on noise and a tolerance lane still catches real bugs.",
+    }),
+  },
+  {
+    code: CAUSE_CODES.updateDiffers,
+    applies: (f) => f.allFail && f.first.step === f.n1 + 1 && f.stateEqual,
+    card: (f) => ({
+      title:
+        `${f.every} matches at step ${f.n1} and fails at ${
+          f.n1 + 1
+        } (${f.first.headline}${f.first.more}) ` +
+        "while every restored-state digest equals the saved one: the first update after the " +
+        "resume differs, not the state.",
+      next: "Compare the optimizer settings the resumed process applies with the saving run's: " +
+        "LR (scale, param-group lr), weight decay, betas/eps, gradient clipping, loss scaling.",
+    }),
+  },
+  {
+    code: CAUSE_CODES.consumedBeforeFirstStep,
+    applies: (f) => f.allFail && f.first.step === f.n1 && (f.stateEqual || f.noDigests),
+    card: (f) => ({
+      title:
+        `${f.every} fails at the first resumed step ${f.n1} (${f.first.headline}${f.first.more}) while ` +
+        (f.stateEqual ? "every restored-state digest equals the saved one" : "no digests exist") +
+        ": something is consumed between load and the first step.",
+      next: "Look for what draws from the restored state before step " + f.n1 + ": a data " +
+        "loader or sampler seeded from the restored global RNG, a save that draws from the " +
+        "RNG, an extra micro-batch." + (f.noDigests ? " Emit `loaded` digests to narrow it." : ""),
+    }),
+  },
+  {
+    code: CAUSE_CODES.divergence,
+    applies: () => true,
+    card: (f) => ({
+      title: `${f.first.headline}${f.first.more}${f.stateNote}.`,
+      next: "Open the first failing comparison's chart and the state checks; the first " +
+        "divergent step says whether state (N+1) or an update (N+2) is wrong.",
+    }),
+  },
+];
+
+/** A rule over the whole judgement that adds findings of its own. */
+export interface RootCauseRule {
+  /** What it looks for. */
+  name: string;
+  /** Its findings (none when the pattern is absent). */
+  find: (run: RootCauseInput, kinds: ResumeKinds) => Finding[];
+}
+
+/** The root-cause rules, in card order: most decisive first. */
+export const ROOT_CAUSE_RULES: readonly RootCauseRule[] = [
+  {
+    name: "failed phases",
+    find: (run) =>
+      run.phases.filter((p) => p.status === "failed" || p.status === "timeout").map(phaseFinding),
+  },
+  { name: "plan executions", find: (run) => planExecutionFindings(run.plan_sync ?? []) },
+  { name: "divergence", find: (run, kinds) => divergenceFindings(run, kinds) },
+  { name: "noise floor", find: (run) => noiseFloorFindings(run) },
+  { name: "no evidence", find: (run) => noEvidenceFindings(run) },
+];
 
 /**
  * Findings, most decisive first: failed phases (with their log tails), then the divergence
  * pattern with its likely cause and next action. Empty for a clean PASS.
  */
-export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds = {}): Finding[] {
-  const findings: Finding[] = [];
-  for (const phase of run.phases.filter((p) => p.status === "failed" || p.status === "timeout")) {
-    findings.push(phaseFinding(phase));
-  }
-  findings.push(...planExecutionFindings(run.plan_sync ?? []));
-  const failing = run.comparisons.filter((c) => c.verdict === "FAIL");
-  const groups = groupFailures(failing);
-  const diagnostic = (code: string) => run.diagnostics.find((d) => d.code === code);
-  const differing = [...new Set(run.state_checks.flatMap((s) => s.differing))];
-  const stateNote = differing.length > 0 ? `; state check names ${differing.join(", ")}` : "";
-  const first = groups[0];
+export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds): Finding[] {
+  return ROOT_CAUSE_RULES.flatMap((rule) => rule.find(run, kinds));
+}
 
-  if (failing.length > 0) {
-    const n1 = run.save_at + 1;
-    const resumes = run.phases.filter((p) => p.role === "resume").map((p) => p.name);
-    const versusBaseline = new Map<string, ComparisonSummary>();
-    for (const c of run.comparisons) {
-      if (resumes.includes(c.b) && !resumes.includes(c.a) && c.metric === "loss") {
-        const prior = versusBaseline.get(c.b);
-        if (prior === undefined || c.verdict === "FAIL") versusBaseline.set(c.b, c);
-      }
+/** The divergence card: the first {@link DIVERGENCE_RULES} rule that applies. */
+function divergenceFindings(run: RootCauseInput, kinds: ResumeKinds): Finding[] {
+  const failing = run.comparisons.filter((c) => c.verdict === "FAIL");
+  if (failing.length === 0) return [];
+  const facts = divergenceFacts(run, kinds, failing);
+  const rule = DIVERGENCE_RULES.find((r) => r.applies(facts))!;
+  const { first, groups, differing, stateNote } = facts;
+  return [{
+    verdict: "FAIL",
+    comparisons: first.members,
+    step: first.step ?? undefined,
+    state: differing.length > 0 ? differing : undefined,
+    evidence: groups.map(groupText),
+    headline: `${first.headline}${stateNote}${first.more}`,
+    code: rule.code,
+    ...rule.card(facts),
+  }];
+}
+
+function divergenceFacts(
+  run: RootCauseInput,
+  kinds: ResumeKinds,
+  failing: ComparisonSummary[],
+): DivergenceFacts {
+  const groups = groupFailures(failing);
+  const differing = [...new Set(run.state_checks.flatMap((s) => s.differing))];
+  const resumes = run.phases.filter((p) => p.role === "resume").map((p) => p.name);
+  const versusBaseline = new Map<string, ComparisonSummary>();
+  for (const c of run.comparisons) {
+    if (resumes.includes(c.b) && !resumes.includes(c.a) && c.metric === "loss") {
+      const prior = versusBaseline.get(c.b);
+      if (prior === undefined || c.verdict === "FAIL") versusBaseline.set(c.b, c);
     }
-    const failed = [...versusBaseline.values()].filter((c) => c.verdict === "FAIL").map((c) => c.b);
-    const passed = [...versusBaseline.values()].filter((c) => c.verdict === "PASS").map((c) => c.b);
-    const kindOf = (p: string) => kinds[p] ?? guessKind(p);
-    const crossTopology = (p: string) => versusBaseline.get(p)?.lane === "drift";
-    const allFail = failed.length > 0 && passed.length === 0;
+  }
+  const failed = [...versusBaseline.values()].filter((c) => c.verdict === "FAIL").map((c) => c.b);
+  const passed = [...versusBaseline.values()].filter((c) => c.verdict === "PASS").map((c) => c.b);
+  return {
+    run,
+    groups,
+    first: groups[0],
+    n1: run.save_at + 1,
+    resumes,
+    failed,
+    passed,
+    kindOf: (p) => kinds[p],
+    crossTopology: (p) => versusBaseline.get(p)?.lane === "drift",
+    allFail: failed.length > 0 && passed.length === 0,
     // The card counts what ran: "Every resume" only when every resume of the run was judged.
-    const every = failed.length === resumes.length
+    every: failed.length === resumes.length
       ? (resumes.length === 1 ? "The resume" : "Every resume")
       : failed.length === 1
       ? `The one resume judged (${failed[0]}; ${resumes.length - 1} of ${resumes.length} not)`
       : `Each of the ${failed.length} resumes judged (${
         resumes.length - failed.length
-      } of ${resumes.length} not)`;
-    const stateEqual = run.state_checks.length > 0 &&
-      run.state_checks.every((s) => s.verdict === "PASS");
-    const noDigests = run.state_checks.every((s) => !s.available);
-    const base = {
-      verdict: "FAIL" as const,
-      comparisons: first.members,
-      step: first.step ?? undefined,
-      state: differing.length > 0 ? differing : undefined,
-      evidence: groups.map(groupText),
-      headline: `${first.headline}${stateNote}${first.more}`,
-    };
-    const midAccumulation = diagnostic("save-mid-accumulation");
-    const lr = diagnostic("lr-schedule-mismatch");
-    const biased = failing.find((c) =>
-      c.lane === "drift" && /persistent bias/.test(c.reason ?? "")
-    );
-    if (midAccumulation) {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.midAccumulation,
-        title:
-          `The checkpoint was saved inside a gradient-accumulation window: ${first.headline}${stateNote}.`,
-        next: "Save on an accumulation boundary (after the optimizer step, micro_step % " +
-          "grad_accum == 0); no loader can recover the partial gradient.",
-      });
-    } else if (lr) {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.lrSchedule,
-        title:
-          `The LR schedule is not restored: ${lr.message}; ${first.headline}${first.more}${stateNote}.`,
-        next: "Restore the LR scheduler state on load, and pin the schedule to the full run " +
-          "(${steps}), not to the resumed process's own length.",
-      });
-    } else if (
-      failed.length > 0 && failed.every((p) => kindOf(p) !== "native") &&
-      passed.some((p) => kindOf(p) === "native") &&
-      failed.some((p) => kindOf(p) === "universal")
-    ) {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.converter,
-        title: `Native resumes pass; universal and reshard resumes fail (${
-          failed.join(", ")
-        }): the converter, or the loader of re-sliced checkpoints${stateNote}. ${first.headline}${first.more}.`,
-        next: "Inspect the universal converter for the named components (ds_to_universal); if " +
-          "the resume read the universal folder as a native one, set " +
-          "`checkpoint.load_universal: true` in the DeepSpeed config.",
-      });
-    } else if (failed.length > 0 && failed.every((p) => kindOf(p) === "plan")) {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.plan,
-        title: `Only plan resumes fail (${failed.join(", ")}); the universal reshard to the ` +
-          `same target passes: the transfer plan or its executor. ${first.headline}${first.more}.`,
-        next: "Verify the plan (`deno task parity verify-plan <plan.json>`) and compare the " +
-          "executor's reads with the universal loader's slicing for the first differing tensor.",
-      });
-    } else if (biased && failed.every(crossTopology)) {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.driftBias,
-        title: `The resume on another topology is biased, not drifting: ${biased.reason}`,
-        next: "Compare the optimizer hyper-parameters the resumed process applies (LR, weight " +
-          "decay, betas, param groups) with the saving run's; reduction-order drift has no bias.",
-      });
-    } else if (failed.length > 0 && failed.every(crossTopology)) {
-      const same = passed.some((p) => !crossTopology(p))
-        ? "Resumes on the saved topology pass; those on another topology fail"
-        : "The resumes on another topology fail";
-      const update = first.step === n1 + 1
-        ? " The forward at step " + n1 + " matched, so the first update differs."
-        : "";
-      // The drift lane's own sentence says which of its tests broke and by how much.
-      const lane = first.sample.lane === "drift" && first.sample.reason
-        ? ` ${first.sample.reason.replace(/^loss is not reduction-order drift: /, "Drift lane: ")}`
-        : "";
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.reshard,
-        title: `${same} (${
-          failed.join(", ")
-        }) by far more than reduction-order drift: the reshard${stateNote}. ${first.headline}${first.more}.${update}${lane}`,
-        next: "Check how the loader maps experts and optimizer state onto the new EP ranks " +
-          "(placement, expert index → EP rank) and the LR and weight decay the resumed process " +
-          "applies; a state check names what moved, when it moved.",
-      });
-    } else if (differing.length > 0 && allFail) {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.stateNotRestored,
-        title: `${every} diverges: ${first.headline}${first.more}${stateNote} (restored ≠ saved).`,
-        next: `Restore ${differing.map((d) => `\`${d}\``).join(", ")} on load (the checkpoint ` +
-          "holds it, or the save never wrote it).",
-      });
-    } else if (allFail && first.step === n1 && !run.noise_floor.repeats && tiny(first)) {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.nondeterministic,
-        title:
-          `${every} differs from step ${n1} by a few ULPs (${first.headline}${first.more}), and no ` +
-          "noise floor was measured: the trainer may simply not be bit-deterministic.",
-        next: "Add `noise_floor: {repeats: 2}` (and `tolerance: {auto: true}`) to measure it: " +
-          "exact lanes then ABSTAIN on noise and a tolerance lane still catches real bugs.",
-      });
-    } else if (allFail && first.step === n1 + 1 && stateEqual) {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.updateDiffers,
-        title:
-          `${every} matches at step ${n1} and fails at ${
-            n1 + 1
-          } (${first.headline}${first.more}) ` +
-          "while every restored-state digest equals the saved one: the first update after the " +
-          "resume differs, not the state.",
-        next: "Compare the optimizer settings the resumed process applies with the saving run's: " +
-          "LR (scale, param-group lr), weight decay, betas/eps, gradient clipping, loss scaling.",
-      });
-    } else if (allFail && first.step === n1 && (stateEqual || noDigests)) {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.consumedBeforeFirstStep,
-        title:
-          `${every} fails at the first resumed step ${n1} (${first.headline}${first.more}) while ` +
-          (stateEqual ? "every restored-state digest equals the saved one" : "no digests exist") +
-          ": something is consumed between load and the first step.",
-        next: "Look for what draws from the restored state before step " + n1 + ": a data " +
-          "loader or sampler seeded from the restored global RNG, a save that draws from the " +
-          "RNG, an extra micro-batch." + (noDigests ? " Emit `loaded` digests to narrow it." : ""),
-      });
-    } else {
-      findings.push({
-        ...base,
-        code: CAUSE_CODES.divergence,
-        title: `${first.headline}${first.more}${stateNote}.`,
-        next: "Open the first failing comparison's chart and the state checks; the first " +
-          "divergent step says whether state (N+1) or an update (N+2) is wrong.",
-      });
-    }
-  }
+      } of ${resumes.length} not)`,
+    differing,
+    stateNote: differing.length > 0 ? `; state check names ${differing.join(", ")}` : "",
+    stateEqual: run.state_checks.length > 0 && run.state_checks.every((s) => s.verdict === "PASS"),
+    noDigests: run.state_checks.every((s) => !s.available),
+    diagnostic: (code) => run.diagnostics.find((d) => d.code === code),
+    biased: failing.find((c) => c.lane === "drift" && c.drift?.failure?.test === "bias"),
+  };
+}
 
-  if (!run.noise_floor.identical) {
-    findings.push({
-      code: CAUSE_CODES.nondeterministic,
-      verdict: "ABSTAIN",
-      title: `The repeated baselines differ (up to ${run.noise_floor.max_rel_deviation} ` +
-        "relative): exact lanes cannot judge this trainer.",
-      next: "Use `tolerance: {auto: true}` for a verdict above the noise, or make the trainer " +
-        "deterministic (fixed reduction order, deterministic kernels).",
-      evidence: [],
-    });
+/** The drift lane's broken test, in words, after a reshard card (empty for other lanes). */
+function driftLaneNote(sample: ComparisonSummary): string {
+  if (sample.lane !== "drift") return "";
+  const failure = sample.drift?.failure;
+  if (failure !== undefined) {
+    return ` Drift lane: ${driftFailureText(failure, [sample.a, sample.b])}.`;
   }
-  const unjudged = run.comparisons.filter((c) => c.verdict === "ERROR");
-  const bothNaN = unjudged.filter((c) => (c.both_non_finite ?? 0) > 0);
-  if (bothNaN.length > 0) {
-    findings.push({
-      code: CAUSE_CODES.noEvidence,
-      verdict: "ERROR",
-      comparisons: bothNaN.map((c) => c.name),
-      title: `The loss is NaN or infinite on both sides (${
-        bothNaN.map((c) => c.name).join(", ")
-      }):` +
-        " nothing diverged that the metric can show, and nothing is proven.",
-      next: "Find where both runs blew up (LR, overflow in bf16/fp16, a bad batch) and re-run; " +
-        "this is no resume divergence.",
-      evidence: bothNaN.map((c) => `${c.name}: ${c.reason ?? ""}`),
-    });
-  }
-  return findings;
+  // Missing or one-sided NaN steps: the shared lane's own sentence says which.
+  return sample.reason ? ` ${sample.reason}` : "";
+}
+
+function noiseFloorFindings(run: RootCauseInput): Finding[] {
+  if (run.noise_floor.identical) return [];
+  return [{
+    code: CAUSE_CODES.nondeterministic,
+    verdict: "ABSTAIN",
+    title: `The repeated baselines differ (up to ${run.noise_floor.max_rel_deviation} ` +
+      "relative): exact lanes cannot judge this trainer.",
+    next: "Use `tolerance: {auto: true}` for a verdict above the noise, or make the trainer " +
+      "deterministic (fixed reduction order, deterministic kernels).",
+    evidence: [],
+  }];
+}
+
+function noEvidenceFindings(run: RootCauseInput): Finding[] {
+  const bothNaN = run.comparisons.filter((c) =>
+    c.verdict === "ERROR" && (c.both_non_finite ?? 0) > 0
+  );
+  if (bothNaN.length === 0) return [];
+  return [{
+    code: CAUSE_CODES.noEvidence,
+    verdict: "ERROR",
+    comparisons: bothNaN.map((c) => c.name),
+    title: `The loss is NaN or infinite on both sides (${bothNaN.map((c) => c.name).join(", ")}):` +
+      " nothing diverged that the metric can show, and nothing is proven.",
+    next: "Find where both runs blew up (LR, overflow in bf16/fp16, a bad batch) and re-run; " +
+      "this is no resume divergence.",
+    evidence: bothNaN.map((c) => `${c.name}: ${c.reason ?? ""}`),
+  }];
 }
 
 /** One line per finding: the card as the console and JUnit print it. */
@@ -337,13 +458,6 @@ function tiny(g: Group): boolean {
   const d = g.sample.divergence;
   if (!d || d.a === null || d.b === null) return false;
   return Math.abs(d.b - d.a) <= 64 * Math.abs(d.a) * Math.pow(2, -23);
-}
-
-function guessKind(phase: string): string | undefined {
-  if (phase.startsWith("resume-plan-")) return "plan";
-  if (phase === "resume-native") return "native";
-  if (phase === "resume-universal") return "universal";
-  return undefined;
 }
 
 /**

@@ -159,6 +159,8 @@ Deno.test("findRootCauses() cause-drift-bias: a reshard biased rather than drift
   const c = [
     vs("resume-reshard", { step: 1101, a: 0.8, b: 0.79 }, {
       reason: "loss is not reduction-order drift: b - a has a persistent bias: mean -0.0002",
+      // Rules read the lane's structured failure, never its sentence.
+      drift: { failure: { test: "bias", metric: "loss", step: 1101, measured: -0.0002, bound: 5 } },
     }),
   ];
   const phases = [phase("resume-reshard", "resume")];

@@ -35,7 +35,7 @@ export interface PhaseEvidence {
   resumeKind?: "native" | "universal" | "plan";
   /** Topology key: equal strings are the same topology; the split's is the saved one. */
   topology?: string;
-  /** Resumes: the lane against the baseline and why (resolved from the experiment). */
+  /** Resumes (required there): the lane against the baseline and why, from the resolved plan. */
   lane?: LaneChoice;
 }
 
@@ -51,10 +51,10 @@ export interface EvaluationInput {
   metrics: string[];
   /** Explicit comparisons; when given they replace the defaults. */
   compare?: CompareSpec[];
-  /** Experiment `tolerance` (fixed rtol/atol or `auto`). */
-  tolerance?: ToleranceSpec;
-  /** Experiment `drift` thresholds. */
-  drift?: DriftSpec;
+  /** Tolerance lane settings in force (fixed rtol/atol or `auto`). */
+  tolerance: ToleranceSpec;
+  /** Drift lane thresholds in force. */
+  drift: DriftSpec;
   /** All phases of the run. */
   phases: PhaseEvidence[];
 }

@@ -13,9 +13,10 @@ import {
   cardLines,
   causeLine,
   evaluateRun,
-  findRootCauses,
+  judgeRun,
   lossesCsv,
   type PhaseEvidence,
+  type RunEvidence,
 } from "../parity/mod.ts";
 import { HARNESS_REDACTION, interruption, writeTextAtomic } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
@@ -48,7 +49,7 @@ import {
   updateLatest,
   writeJsonAtomic,
 } from "./run_store.ts";
-import { EXIT_CODES, type RunSummary, type Verdict, worstVerdict } from "../types/summary.ts";
+import { EXIT_CODES, type RunSummary } from "../types/summary.ts";
 
 /** How to run an experiment. */
 export interface RunOptions {
@@ -193,7 +194,7 @@ async function runLocked(
   const facts = await environment;
   await writeJsonAtomic(manifestPath, manifest);
 
-  const summary = await judgeRun(plan, [...states.values()], {
+  const judged = await summarizeRun(plan, [...states.values()], {
     runId,
     started,
     interrupted,
@@ -202,7 +203,7 @@ async function runLocked(
       ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
       : undefined,
   });
-  const published = await publishRun(plan, summary, options, experimentDir);
+  const published = await publishRun(plan, judged, options, experimentDir);
   return { runDir, summary: published };
 }
 
@@ -280,8 +281,18 @@ async function schedulePhases(
   return interrupted;
 }
 
-/** Judges the evidence of every phase and builds the run's summary. */
-async function judgeRun(
+/** A run's summary, the evidence it was judged on and its `losses.csv`. */
+interface JudgedRun {
+  /** What summary.json says (before redaction). */
+  summary: RunSummary;
+  /** The evidence the judge weighed; publishing may add report failures and judge again. */
+  evidence: RunEvidence;
+  /** `losses.csv`. */
+  losses: string;
+}
+
+/** Gathers the evidence of every phase, has the judge weigh it and builds the run's summary. */
+async function summarizeRun(
   plan: ResolvedPlan,
   states: PhaseState[],
   run: {
@@ -291,9 +302,61 @@ async function judgeRun(
     gitCommit: string | null;
     golden?: { facts: EnvironmentFacts; goldensDir: string };
   },
-): Promise<RunSummary & { losses: string }> {
+): Promise<JudgedRun> {
   const phaseSummaries = states.map((s) => s.summary!);
-  const evidence: PhaseEvidence[] = states
+  const evidence = await gatherEvidence(plan, states, run);
+  const judgement = judgeRun(evidence.evidence);
+  const finished = new Date();
+  const summary: RunSummary = {
+    schema_version: 1,
+    harness_version: HARNESS_VERSION,
+    experiment: plan.experiment,
+    run_id: run.runId,
+    started_at: run.started.toISOString(),
+    finished_at: finished.toISOString(),
+    verdict: judgement.verdict,
+    exit_code: EXIT_CODES[judgement.verdict],
+    wall_s: round3((finished.getTime() - run.started.getTime()) / 1000),
+    children_wall_s: round3(phaseSummaries.reduce((a, p) => a + (p.cached ? 0 : p.wall_s), 0)),
+    interrupted: run.interrupted !== null,
+    steps: plan.judge.steps,
+    save_at: plan.judge.saveAt,
+    phases: phaseSummaries,
+    comparisons: judgement.comparisons,
+    state_checks: judgement.state_checks,
+    plan_sync: judgement.plan_sync,
+    noise_floor: judgement.noise_floor,
+    diagnostics: judgement.diagnostics,
+    git_commit: run.gitCommit,
+    ...(evidence.evidence.golden ? { golden: evidence.evidence.golden.summary } : {}),
+    findings: judgement.findings,
+    judge: {
+      metrics: plan.judge.metrics,
+      compare: plan.judge.compare,
+      tolerance: plan.judge.tolerance,
+      tolerance_declared: plan.judge.toleranceDeclared,
+      golden: plan.judge.golden,
+      drift: plan.judge.drift,
+    },
+    charts: plan.charts,
+  };
+  return { summary, evidence: evidence.evidence, losses: evidence.losses };
+}
+
+/**
+ * Reads every phase's metrics and checks and returns them as the judge's evidence: the engine's
+ * evaluation, schedule bounds, the golden, plan sync with its executions, phase endings and the
+ * interruption. Decides nothing.
+ */
+async function gatherEvidence(
+  plan: ResolvedPlan,
+  states: PhaseState[],
+  run: {
+    interrupted: ReturnType<typeof interruption>;
+    golden?: { facts: EnvironmentFacts; goldensDir: string };
+  },
+): Promise<{ evidence: RunEvidence; losses: string }> {
+  const phases: PhaseEvidence[] = states
     .filter((s) => s.spec.role !== "convert" && s.spec.role !== "plan" && s.spec.role !== "execute")
     .map(({ spec, summary, present }) => ({
       name: spec.name,
@@ -309,7 +372,7 @@ async function judgeRun(
   const evaluation = await evaluateRun({
     ...plan.judge,
     gradAccum: split?.gradAccum,
-    phases: evidence,
+    phases,
   });
   // Each plan beside the resumes that actually ran on its target topology.
   const planSync = states.flatMap(({ plan: verified, spec }) => {
@@ -320,18 +383,13 @@ async function judgeRun(
     ).map((s) => s.spec.name);
     return [reshards.length > 0 ? { ...verified, reshard_resumes: reshards } : verified];
   });
-  const executions = await attachPlanExecutions(planSync, states);
-  const verdicts: Verdict[] = [evaluation.verdict, ...executions.map((e) => e.verdict)];
-  const outside = scheduleDiagnostics(
+  const planExecutions = await attachPlanExecutions(planSync, states);
+  const scheduleBounds = scheduleDiagnostics(
     states.filter((s) => s.summary?.status === "ok").map((s) => s.spec),
     evaluation.series,
     plan.judge.saveAt,
     evaluation.diagnostics.some((d) => d.code === "step-unit-micro-batches"),
   );
-  if (outside.length > 0) {
-    evaluation.diagnostics.push(...outside);
-    verdicts.push("ERROR");
-  }
   let golden: GoldenJudgement | undefined;
   if (run.golden) {
     const baseline = plan.phases.find((s) => s.role === "baseline");
@@ -345,76 +403,44 @@ async function judgeRun(
         : undefined,
       metrics: plan.judge.metrics,
       steps: plan.judge.steps,
-      tolerance: plan.judge.tolerance,
+      // An undeclared tolerance leaves a golden on other facts exact.
+      tolerance: plan.judge.toleranceDeclared ? plan.judge.tolerance : undefined,
     });
-    evaluation.comparisons.push(...golden.comparisons);
-    evaluation.diagnostics.push(...golden.diagnostics);
-    verdicts.push(golden.summary.verdict);
   }
-  if (phaseSummaries.some((p) => p.status === "failed" || p.status === "timeout")) {
-    verdicts.push("ERROR");
-  }
-  if (run.interrupted) verdicts.push("ERROR");
-  if (planSync.some((p) => !p.verified)) verdicts.push("FAIL");
-  const verdict = worstVerdict(verdicts);
-  const finished = new Date();
-  const summary: RunSummary = {
-    schema_version: 1,
-    harness_version: HARNESS_VERSION,
-    experiment: plan.experiment,
-    run_id: run.runId,
-    started_at: run.started.toISOString(),
-    finished_at: finished.toISOString(),
-    verdict,
-    exit_code: EXIT_CODES[verdict],
-    wall_s: round3((finished.getTime() - run.started.getTime()) / 1000),
-    children_wall_s: round3(phaseSummaries.reduce((a, p) => a + (p.cached ? 0 : p.wall_s), 0)),
-    interrupted: run.interrupted !== null,
-    steps: plan.judge.steps,
-    save_at: plan.judge.saveAt,
-    phases: phaseSummaries,
-    comparisons: evaluation.comparisons,
-    state_checks: evaluation.state_checks,
-    plan_sync: planSync,
-    noise_floor: evaluation.noise_floor,
-    diagnostics: [...plan.warnings, ...evaluation.diagnostics],
-    git_commit: run.gitCommit,
-    ...(golden ? { golden: golden.summary } : {}),
+  const evidence: RunEvidence = {
+    phases: states.map((s) => s.summary!),
+    resumeKinds: Object.fromEntries(plan.phases.map((p) => [p.name, p.resumeKind])),
+    saveAt: plan.judge.saveAt,
+    warnings: plan.warnings,
+    metrics: evaluation,
+    scheduleBounds,
+    ...(golden ? { golden } : {}),
+    planSync,
+    planExecutions,
+    interrupted: run.interrupted,
+    reportFailures: [],
   };
-  summary.findings = findRootCauses(
-    summary,
-    Object.fromEntries(plan.phases.map((p) => [p.name, p.resumeKind])),
-  );
-  if (run.interrupted) {
-    summary.diagnostics.push({
-      level: "error",
-      code: "interrupted",
-      message:
-        `the harness was interrupted by ${run.interrupted.reason}; completed phases are kept`,
-    });
-  }
-  return Object.assign(summary, { losses: lossesCsv(evaluation.series, "loss") });
+  return { evidence, losses: lossesCsv(evaluation.series, "loss") };
 }
 
 /** Writes the run's outputs, appends history, moves `latest` and prunes checkpoints. */
 async function publishRun(
   plan: ResolvedPlan,
-  judged: RunSummary & { losses: string },
+  judged: JudgedRun,
   options: RunOptions,
   experimentDir: string,
 ): Promise<RunSummary> {
   const { resultsDir, progress, imageBaseUrl } = options;
-  const { losses, ...unredacted } = judged;
   // Messages and log tails may quote a secret; history and suite indexes get this copy too.
-  const summary = HARNESS_REDACTION.redactValue(unredacted);
+  const summary = HARNESS_REDACTION.redactValue(judged.summary);
   const runDir = plan.runDir;
-  await writeTextAtomic(join(runDir, "losses.csv"), losses);
+  await writeTextAtomic(join(runDir, "losses.csv"), judged.losses);
   await writeJsonAtomic(join(runDir, "summary.json"), summary);
   try {
     await renderRun(runDir, { reuseFrom: await latestRunDir(experimentDir), imageBaseUrl });
   } catch (e) {
-    // A run without its reports is never PASS: the verdict becomes ERROR, saying why.
-    const reason = reportsNotWritten(judged, summary, e);
+    // A run without its reports is never PASS: the judge weighs the failure, saying why.
+    const reason = reportsNotWritten(judged.evidence, summary, e);
     progress.note(`error: the reports could not be written: ${reason}`);
     await writeJsonAtomic(join(runDir, "summary.json"), summary);
   }
@@ -423,7 +449,7 @@ async function publishRun(
     await updateLatest(experimentDir, summary.run_id);
   } catch (e) {
     // A full or read-only disk: summary.json must not keep saying PASS for an ERROR exit.
-    reportsNotWritten(judged, summary, e);
+    reportsNotWritten(judged.evidence, summary, e);
     await writeJsonAtomic(join(runDir, "summary.json"), summary).catch(() => {});
     throw e;
   }
@@ -458,19 +484,18 @@ function runCard(summary: RunSummary): RunCard {
   };
 }
 
-/** Turns the run ERROR because its reports failed to render; returns the reason. */
-function reportsNotWritten(judged: RunSummary, summary: RunSummary, error: unknown): string {
+/**
+ * Adds a report failure to the evidence and publishes the judge's new verdict and diagnostics
+ * into the (redacted) summary; returns the reason.
+ */
+function reportsNotWritten(evidence: RunEvidence, summary: RunSummary, error: unknown): string {
   const reason = describeEnvironmentError(error) ??
     (error instanceof Error ? error.message : String(error));
-  for (const s of [judged, summary]) {
-    s.verdict = worstVerdict([s.verdict, "ERROR"]);
-    s.exit_code = EXIT_CODES[s.verdict];
-  }
-  summary.diagnostics.push({
-    level: "error",
-    code: "reports-not-written",
-    message: `the reports could not be written: ${reason}`,
-  });
+  evidence.reportFailures.push(reason);
+  const judgement = HARNESS_REDACTION.redactValue(judgeRun(evidence));
+  summary.verdict = judgement.verdict;
+  summary.exit_code = EXIT_CODES[judgement.verdict];
+  summary.diagnostics = judgement.diagnostics;
   return reason;
 }
 

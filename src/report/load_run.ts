@@ -1,12 +1,11 @@
 /**
- * Loads a finished run folder — `summary.json`, `losses.csv`, `experiment.resolved.yaml` and the
- * phase artifacts — into one value every report writer reads. Nothing is recomputed from
- * training: re-rendering never needs a retrain.
+ * Loads a finished run folder — `summary.json`, `losses.csv` and the phase artifacts — into one
+ * value every report writer reads. Nothing is recomputed from training: re-rendering never needs a
+ * retrain, and the experiment file is never re-read (summary.json records the chart settings).
  *
  * @module
  */
 
-import { parse as parseYaml } from "yaml";
 import { type LossTable, parseLossesCsv, type Series, seriesOf } from "../charts/losses_table.ts";
 import { DEFAULT_MAX_POINTS } from "../charts/downsample.ts";
 import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
@@ -25,9 +24,9 @@ export interface LoadedRun {
   summary: RunSummary;
   /** `losses.csv`; an empty table when the file is missing. */
   losses: LossTable;
-  /** Experiment `charts.log_scale`. */
+  /** `summary.json` `charts.log_scale` (false in older summaries). */
   logScale: boolean;
-  /** Experiment `charts.max_points`. */
+  /** `summary.json` `charts.max_points` (the chart default in older summaries). */
   maxPoints: number;
   /** Series of `metric` for `phase`: `losses.csv` for `loss`, `metrics.jsonl` otherwise. */
   series(phase: string, metric: string): Series;
@@ -107,17 +106,11 @@ export async function loadRun(runDir: string): Promise<LoadedRun> {
   const losses: LossTable = lossesText === null
     ? { steps: [], phases: [], columns: {} }
     : parseLossesCsv(lossesText);
-  let logScale = false;
-  let maxPoints = DEFAULT_MAX_POINTS;
-  const yamlText = await readTextOrNull(`${runDir}/experiment.resolved.yaml`);
-  if (yamlText !== null) {
-    const experiment = parseYaml(yamlText) as {
-      charts?: { log_scale?: unknown; max_points?: unknown };
-    };
-    if (typeof experiment?.charts?.log_scale === "boolean") logScale = experiment.charts.log_scale;
-    const mp = experiment?.charts?.max_points;
-    if (typeof mp === "number" && Number.isInteger(mp) && mp > 0) maxPoints = mp;
-  }
+  const logScale = summary.charts?.log_scale === true;
+  const mp = summary.charts?.max_points;
+  const maxPoints = typeof mp === "number" && Number.isInteger(mp) && mp > 0
+    ? mp
+    : DEFAULT_MAX_POINTS;
   const metrics = new Map<string, Map<string, Series>>();
   for (const phase of metricPhases(summary.comparisons)) {
     const text = await readTextOrNull(`${runDir}/phases/${phase}/metrics.jsonl`);

@@ -71,7 +71,7 @@ export interface RenderRunOptions {
 
 /**
  * Writes `report.md`, `report.html`, `junit.xml` and `charts/<name>.{vl.json,svg,png}` into
- * `runDir` from its `summary.json`, `losses.csv`, `experiment.resolved.yaml` and phase logs.
+ * `runDir` from its `summary.json`, `losses.csv` and phase logs.
  * Does not touch `history.csv` (re-rendering must not add history rows).
  *
  * @param runDir `<results>/<experiment>/<run-id>`.

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Diagnostic, PhaseRole } from "./summary.ts";
+import type { ChartSettings, Diagnostic, PhaseRole } from "./summary.ts";
 
 /** Which configured program runs a phase. */
 export type PhaseTool = "trainer" | "converter" | "planner" | "executor";
@@ -83,8 +83,6 @@ export interface PhaseSpec {
   consumes: string[];
   /** Last optimizer step this phase runs (the save step for convert and plan phases). */
   stopAt: number;
-  /** Step after which the phase saves (split only). */
-  saveAt?: number;
   /** How a resume phase loads its checkpoint. */
   resumeKind?: ResumeKind;
   /** Replica policy of plan phases. */
@@ -163,7 +161,10 @@ export interface SlurmExecutorSpec {
   maxJobs: number;
 }
 
-/** An explicit comparison from the experiment's `compare:`. */
+/**
+ * An explicit comparison from the experiment's `compare:`, defaults filled in: the output type of
+ * `CompareSchema` (`src/experiment/schema.ts` checks at compile time that the two stay equal).
+ */
 export interface CompareSpec {
   /** Display name (default `a~b`). */
   name?: string;
@@ -171,10 +172,10 @@ export interface CompareSpec {
   a: string;
   /** Compared phase. */
   b: string;
-  /** Metric (default `loss`). */
-  metric?: string;
-  /** Lane (default exact). */
-  lane?: Lane;
+  /** Metric. */
+  metric: string;
+  /** Lane. */
+  lane: Lane;
   /** Steps compared. */
   window?: { from: number; to: number };
   /** Tolerance overrides. */
@@ -190,7 +191,10 @@ export type ToleranceSpec =
   | { rtol: number; atol: number; max_failures: number }
   | { auto: true; multiplier: number; floor: number; atol: number; max_failures: number };
 
-/** What the judge needs besides the phases. */
+/**
+ * What the judge needs besides the phases: every setting resolved (the experiment's, else the
+ * defaults of `src/experiment/defaults.ts`), none optional. Persisted in summary.json as `judge`.
+ */
 export interface JudgeSpec {
   /** Schedule length (optimizer steps). */
   steps: number;
@@ -199,28 +203,33 @@ export interface JudgeSpec {
   /** Metrics compared by default. */
   metrics: string[];
   /** Explicit comparisons (replace the defaults when non-empty). */
-  compare?: CompareSpec[];
-  /** Tolerance lane defaults. */
-  tolerance?: ToleranceSpec;
+  compare: CompareSpec[];
+  /** Tolerance lane settings in force. */
+  tolerance: ToleranceSpec;
+  /** Whether the file declared `tolerance:` (goldens fall back to exact when it did not). */
+  toleranceDeclared: boolean;
   /** Judge the baseline against the golden stored for this environment (`golden: true`). */
-  golden?: boolean;
-  /** Drift lane thresholds set in the file (unset keys keep the lane's defaults). */
-  drift?: DriftSpec;
+  golden: boolean;
+  /** Drift lane thresholds in force. */
+  drift: DriftSpec;
 }
 
-/** The experiment's `drift:` thresholds. */
+/** The drift lane thresholds in force (`drift:`, docs/parity.md, "The drift lane"). */
 export interface DriftSpec {
   /** Resumed steps judged tightly. */
-  early_steps?: number;
+  early_steps: number;
   /** Allowed early |b - a|, float32 ULPs of a. */
-  early_ulp?: number;
+  early_ulp: number;
   /** Allowed later |b - a| over the median step-to-step change of a. */
-  envelope?: number;
+  envelope: number;
   /** Blocks of the bias test. */
-  blocks?: number;
+  blocks: number;
   /** Largest |t| of the block means. */
-  bias_t?: number;
+  bias_t: number;
 }
+
+/** How the report draws the run (`charts:`); never used for judging. */
+export type ChartSpec = ChartSettings;
 
 /** An experiment compiled for one run folder. */
 export interface ResolvedPlan {
@@ -238,6 +247,8 @@ export interface ResolvedPlan {
   phases: PhaseSpec[];
   /** How the run is judged. */
   judge: JudgeSpec;
+  /** How the report draws it. */
+  charts: ChartSpec;
   /** What the experiment leaves unchecked (warnings in the report and on the console). */
   warnings: Diagnostic[];
 }

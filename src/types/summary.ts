@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { CompareSpec, DriftSpec, ToleranceSpec } from "./phase_spec.ts";
+
 /** Outcome of a comparison, a check or a whole run. */
 export type Verdict = "PASS" | "FAIL" | "ABSTAIN" | "ERROR";
 
@@ -135,6 +137,40 @@ export interface DriftSummary {
   bias_limit: number;
   /** Blocks of the bias test; 0 when the long window is too short for it. */
   bias_blocks: number;
+  /** The first test that broke, measured against its bound (absent when the lane passed). */
+  failure?: DriftFailure;
+}
+
+/**
+ * The first drift test that broke (docs/parity.md, "The drift lane"): what was measured at which
+ * step against which bound. Root causes and reports read this, never the lane's sentence.
+ */
+export interface DriftFailure {
+  /** `early` (ULPs in the early window), `envelope` (the drift envelope) or `bias` (mean b-a). */
+  test: "early" | "envelope" | "bias";
+  /** Metric judged. */
+  metric: string;
+  /** Step where the test first broke (bias: the first block pushing the window's way). */
+  step: number;
+  /**
+   * What was measured: early, |b - a| in float32 ULPs of a; envelope, |b - a|; bias, the mean of
+   * b - a over the long window.
+   */
+  measured: number;
+  /** The bound it broke: early, ULPs; envelope, the envelope (absolute); bias, the |t| limit. */
+  bound: number;
+  /** Early and envelope: |b - a| at `step`. */
+  abs_diff?: number;
+  /** Envelope: the envelope as a multiple of the median step-to-step change of a. */
+  envelope_factor?: number;
+  /** Bias: the t statistic of the block means. */
+  t?: number;
+  /** Bias: blocks of the test. */
+  blocks?: number;
+  /** Bias: first step of the long window. */
+  from?: number;
+  /** Bias: last step of the long window. */
+  to?: number;
 }
 
 /** Restored-state check of one resume phase: its `loaded` digests vs the split's `saved`. */
@@ -399,6 +435,34 @@ export interface RunSummary {
   git_commit?: string | null;
   /** The golden comparison, when the experiment sets `golden: true`. */
   golden?: GoldenSummary;
+  /** The judge settings in force, defaults resolved (absent in older summaries). */
+  judge?: JudgeSettings;
+  /** How the report draws the run (absent in older summaries: the chart defaults). */
+  charts?: ChartSettings;
+}
+
+/** The judge settings a run was judged with (`summary.json` `judge`), every default resolved. */
+export interface JudgeSettings {
+  /** Metrics compared by default. */
+  metrics: string[];
+  /** Explicit comparisons (replace the defaults when non-empty). */
+  compare: CompareSpec[];
+  /** Tolerance lane settings in force: fixed, or derived from the noise floor (`auto`). */
+  tolerance: ToleranceSpec;
+  /** Whether the experiment declared `tolerance:` (else the defaults are in force). */
+  tolerance_declared: boolean;
+  /** Whether the baseline was judged against its golden. */
+  golden: boolean;
+  /** Drift lane thresholds in force. */
+  drift: DriftSpec;
+}
+
+/** `summary.json` `charts`: the experiment's `charts:` block, defaults resolved. */
+export interface ChartSettings {
+  /** Log-scaled loss axes. */
+  log_scale: boolean;
+  /** Display downsampling: points per series at most. */
+  max_points: number;
 }
 
 /** Exit code of each verdict (README, "Exit codes"). */

@@ -2,6 +2,10 @@ import assert from "node:assert/strict";
 import { withTempDir } from "../_testing/metrics_fixtures.ts";
 import { evaluateRun } from "../../src/parity/evaluate.ts";
 import type { PhaseEvidence } from "../../src/parity/types.ts";
+import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../../src/experiment/defaults.ts";
+
+/** The judge settings of a run that sets none. */
+const SETTINGS = { tolerance: TOLERANCE_DEFAULTS, drift: DRIFT_DEFAULTS };
 
 const TRAINER = new URL("./noisy_trainer.ts", import.meta.url).pathname;
 const STEPS = 12;
@@ -41,6 +45,10 @@ async function runAll(dir: string, noise: string): Promise<PhaseEvidence[]> {
     status: "ok",
     metricsPath,
     topology: "w2",
+    // The lane resolvePlan gives a resume on the saved topology.
+    ...(role === "resume"
+      ? { lane: { lane: "exact", reason: "same topology as the saved checkpoint" } as const }
+      : {}),
   });
   return [
     ok("baseline", "baseline", await phase(dir, "baseline", noise, {})),
@@ -65,7 +73,13 @@ async function runAll(dir: string, noise: string): Promise<PhaseEvidence[]> {
 Deno.test("noisy_trainer ends in ABSTAIN, never PASS or FAIL", async () => {
   await withTempDir(async (dir) => {
     const phases = await runAll(dir, "1e-7");
-    const e = await evaluateRun({ steps: STEPS, saveAt: SAVE_AT, metrics: ["loss"], phases });
+    const e = await evaluateRun({
+      steps: STEPS,
+      saveAt: SAVE_AT,
+      metrics: ["loss"],
+      phases,
+      ...SETTINGS,
+    });
     assert.equal(e.verdict, "ABSTAIN");
     assert.equal(e.noise_floor.identical, false);
     assert.ok((e.noise_floor.max_rel_deviation ?? 0) <= 2e-7);
@@ -79,7 +93,13 @@ Deno.test("noisy_trainer ends in ABSTAIN, never PASS or FAIL", async () => {
 Deno.test("noisy_trainer --noise 0 is bit-reproducible and PASSes", async () => {
   await withTempDir(async (dir) => {
     const phases = await runAll(dir, "0");
-    const e = await evaluateRun({ steps: STEPS, saveAt: SAVE_AT, metrics: ["loss", "lr"], phases });
+    const e = await evaluateRun({
+      steps: STEPS,
+      saveAt: SAVE_AT,
+      metrics: ["loss", "lr"],
+      phases,
+      ...SETTINGS,
+    });
     assert.equal(e.verdict, "PASS", JSON.stringify(e.comparisons.map((c) => c.reason)));
     assert.deepEqual(e.comparisons.map((c) => c.metric), ["loss", "lr"]);
     assert.equal(e.noise_floor.identical, true);

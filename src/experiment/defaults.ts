@@ -1,0 +1,34 @@
+/**
+ * Every default of how a run is judged and drawn, in one place beside the schema: the schema's
+ * `.default()`s and descriptions read these, and {@link resolvePlan} fills the resolved plan's
+ * all-required judge and chart settings from them. Nothing downstream of the plan has a default
+ * of its own.
+ *
+ * @module
+ */
+
+/** The fixed tolerance lane in force when the experiment sets no `tolerance:`. */
+export const TOLERANCE_DEFAULTS = Object.freeze({ rtol: 1e-4, atol: 0, max_failures: 0 });
+
+/** `tolerance: {auto: true}` settings the experiment leaves out. */
+export const AUTO_TOLERANCE_DEFAULTS = Object.freeze({
+  multiplier: 1.5,
+  floor: 1e-3,
+  atol: 0,
+  max_failures: 0,
+});
+
+/** Drift lane thresholds (`drift:`; measured on the reference trainer, docs/parity.md). */
+export const DRIFT_DEFAULTS = Object.freeze({
+  early_steps: 10,
+  early_ulp: 16,
+  envelope: 1,
+  blocks: 10,
+  bias_t: 5,
+});
+
+/** Chart settings (`charts:`); display only, never used for judging. */
+export const CHART_DEFAULTS = Object.freeze({ log_scale: false, max_points: 2000 });
+
+/** The metric every default comparison judges. */
+export const DEFAULT_METRIC = "loss";

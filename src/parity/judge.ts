@@ -1,0 +1,190 @@
+/**
+ * The judge: the one place a run's verdict and findings are decided. Every source of evidence
+ * (the metric comparisons, state checks and engine diagnostics of {@link evaluateRun}, schedule
+ * bounds, goldens, plan verification and execution, phase failures, interruption and whether the
+ * reports were written) enters as typed {@link RunEvidence}; {@link judgeRun} folds each source by
+ * its own rule of {@link VERDICT_RULES} (FAIL > ERROR > ABSTAIN > PASS) and reads the root causes.
+ * The pipeline gathers the evidence and publishes the {@link Judgement}; it decides nothing.
+ *
+ * @module
+ */
+
+import {
+  type ComparisonSummary,
+  type Diagnostic,
+  type Finding,
+  type GoldenSummary,
+  type NoiseFloorSummary,
+  type PhaseSummary,
+  type PlanExecution,
+  type PlanSyncSummary,
+  type StateCheckSummary,
+  type Verdict,
+  worstVerdict,
+} from "../types/summary.ts";
+import { diagnosticVerdict } from "./codes.ts";
+import { findRootCauses, type ResumeKinds } from "./root_cause.ts";
+
+/** Stable codes of the diagnostics the judge itself adds. */
+export const JUDGE_CODES = {
+  /** SIGINT/SIGTERM stopped the harness. */
+  interrupted: "interrupted",
+  /** The reports (or history) could not be written. */
+  reportsNotWritten: "reports-not-written",
+} as const;
+
+/** What the metrics engine ({@link evaluateRun}) found: its part of the evidence. */
+export interface MetricsEvidence {
+  /** Lane results. */
+  comparisons: ComparisonSummary[];
+  /** Restored-state checks, one per resume phase. */
+  state_checks: StateCheckSummary[];
+  /** Repeated-baseline evidence. */
+  noise_floor: NoiseFloorSummary;
+  /** Reader, pre-flight and sanity findings; each imposes {@link diagnosticVerdict}. */
+  diagnostics: Diagnostic[];
+}
+
+/** The baseline judged against its stored golden. */
+export interface GoldenEvidence {
+  /** The golden block of summary.json; its verdict is the golden's. */
+  summary: GoldenSummary;
+  /** `golden~baseline` comparisons (recorded beside the others). */
+  comparisons: ComparisonSummary[];
+  /** `golden-*` findings (recorded; the golden verdict already weighs them). */
+  diagnostics: Diagnostic[];
+}
+
+/** Everything the judge weighs for one run. */
+export interface RunEvidence {
+  /** Every phase as it ended: a failed or timed-out phase makes the run ERROR. */
+  phases: PhaseSummary[];
+  /** Resume kind of each phase, from the resolved plan (root-cause rules read it). */
+  resumeKinds: ResumeKinds;
+  /** Optimizer step after which the split saved. */
+  saveAt: number;
+  /** What the experiment leaves unchecked: recorded first, never folded into the verdict. */
+  warnings: Diagnostic[];
+  /** The metrics engine's judgement. */
+  metrics: MetricsEvidence;
+  /** Metrics logged outside a phase's schedule: any makes the run ERROR. */
+  scheduleBounds: Diagnostic[];
+  /** The golden judgement, when the experiment asks for one. */
+  golden?: GoldenEvidence;
+  /** Plan verification per policy (an unverified plan FAILs), executions attached. */
+  planSync: PlanSyncSummary[];
+  /** Every plan-execute check, each with its own verdict. */
+  planExecutions: PlanExecution[];
+  /** What stopped the harness early, if anything (the run is then ERROR). */
+  interrupted: { reason: string } | null;
+  /** Why the reports or history could not be written, one entry per failure (each ERROR). */
+  reportFailures: string[];
+}
+
+/** The judge's answer: the verdict and every judged record of summary.json. */
+export interface Judgement {
+  /** Worst verdict over every source. */
+  verdict: Verdict;
+  /** The engine's comparisons, then the golden's. */
+  comparisons: ComparisonSummary[];
+  /** Restored-state checks. */
+  state_checks: StateCheckSummary[];
+  /** Plan-sync policies. */
+  plan_sync: PlanSyncSummary[];
+  /** Repeated-baseline evidence. */
+  noise_floor: NoiseFloorSummary;
+  /** Warnings, engine, schedule and golden diagnostics, then the judge's own. */
+  diagnostics: Diagnostic[];
+  /** The root-cause card, most decisive first. */
+  findings: Finding[];
+}
+
+/** One source of evidence and the verdicts it imposes. */
+export interface VerdictRule {
+  /** The source, as docs/parity.md names it. */
+  source: string;
+  /** The verdicts this source imposes (none: it does not move the run's verdict). */
+  verdicts: (evidence: RunEvidence) => Verdict[];
+}
+
+/** How each source of evidence moves the verdict. */
+export const VERDICT_RULES: readonly VerdictRule[] = [
+  { source: "comparisons", verdicts: (e) => e.metrics.comparisons.map((c) => c.verdict) },
+  { source: "state checks", verdicts: (e) => stateCheckVerdicts(e.metrics.state_checks) },
+  { source: "diagnostics", verdicts: (e) => e.metrics.diagnostics.map(diagnosticVerdict) },
+  { source: "plan execution", verdicts: (e) => e.planExecutions.map((x) => x.verdict) },
+  { source: "schedule bounds", verdicts: (e) => e.scheduleBounds.length > 0 ? ["ERROR"] : [] },
+  { source: "golden", verdicts: (e) => e.golden ? [e.golden.summary.verdict] : [] },
+  {
+    source: "phases",
+    verdicts: (e) =>
+      e.phases.some((p) => p.status === "failed" || p.status === "timeout") ? ["ERROR"] : [],
+  },
+  { source: "interruption", verdicts: (e) => e.interrupted ? ["ERROR"] : [] },
+  {
+    source: "plan verification",
+    verdicts: (e) => e.planSync.some((p) => !p.verified) ? ["FAIL"] : [],
+  },
+  { source: "reports", verdicts: (e) => e.reportFailures.length > 0 ? ["ERROR"] : [] },
+];
+
+/**
+ * The verdict of the metrics engine's part alone (comparisons, state checks, diagnostics): what
+ * {@link evaluateRun} reports, by the same rules as {@link judgeRun}.
+ */
+export function metricsVerdict(metrics: Omit<MetricsEvidence, "noise_floor">): Verdict {
+  return worstVerdict([
+    ...metrics.comparisons.map((c) => c.verdict),
+    ...stateCheckVerdicts(metrics.state_checks),
+    ...metrics.diagnostics.map(diagnosticVerdict),
+  ]);
+}
+
+/** Judges one run: the verdict, the records of summary.json and the root-cause card. */
+export function judgeRun(evidence: RunEvidence): Judgement {
+  const verdict = worstVerdict(VERDICT_RULES.flatMap((rule) => rule.verdicts(evidence)));
+  const comparisons = [...evidence.metrics.comparisons, ...(evidence.golden?.comparisons ?? [])];
+  const diagnostics = [
+    ...evidence.warnings,
+    ...evidence.metrics.diagnostics,
+    ...evidence.scheduleBounds,
+    ...(evidence.golden?.diagnostics ?? []),
+  ];
+  const findings = findRootCauses({
+    comparisons,
+    state_checks: evidence.metrics.state_checks,
+    diagnostics,
+    phases: evidence.phases,
+    noise_floor: evidence.metrics.noise_floor,
+    save_at: evidence.saveAt,
+    plan_sync: evidence.planSync,
+  }, evidence.resumeKinds);
+  if (evidence.interrupted) {
+    diagnostics.push({
+      level: "error",
+      code: JUDGE_CODES.interrupted,
+      message:
+        `the harness was interrupted by ${evidence.interrupted.reason}; completed phases are kept`,
+    });
+  }
+  for (const reason of evidence.reportFailures) {
+    diagnostics.push({
+      level: "error",
+      code: JUDGE_CODES.reportsNotWritten,
+      message: `the reports could not be written: ${reason}`,
+    });
+  }
+  return {
+    verdict,
+    comparisons,
+    state_checks: evidence.metrics.state_checks,
+    plan_sync: evidence.planSync,
+    noise_floor: evidence.metrics.noise_floor,
+    diagnostics,
+    findings,
+  };
+}
+
+function stateCheckVerdicts(checks: StateCheckSummary[]): Verdict[] {
+  return checks.flatMap((s) => s.verdict === "N/A" ? [] : [s.verdict]);
+}
