@@ -12,13 +12,14 @@
  * @module
  */
 
+import { AffineError } from "./affine_errors.ts";
 import type { ParamAffineMap } from "./map.ts";
 import { numelOf, rowMajorStrides } from "./map.ts";
 import type { TransferSegmentDict } from "./plan_transfers.ts";
 import type { PlanBudget } from "./validate_map.ts";
 
 /** How the reference refused: DeepSpeed's budget error or its unsupported-layout error. */
-export class ReferenceRefusal extends Error {
+export class ReferenceRefusal extends AffineError {
   /** `budget` for DeepSpeed's `AffineTransferError` budget refusals, `layout` for max_ndim. */
   constructor(readonly category: "budget" | "layout", message: string) {
     super(message);

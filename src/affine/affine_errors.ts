@@ -1,6 +1,8 @@
 /**
  * Error classes of the affine layer, mirroring DeepSpeed's `affine_transfer.py`:
- * a map that contradicts itself is never silently handled by a fallback.
+ * a map that contradicts itself is never silently handled by a fallback. `AffineError` is the one
+ * base of this layer: `src/affine` imports nothing (the trainer uses it too), so it does not
+ * extend the harness's `HarnessError`; an affine error reaching the harness command line is ERROR.
  *
  * @module
  */
@@ -20,6 +22,18 @@ export class InvalidMapError extends AffineError {
   constructor(message: string) {
     super(message);
     this.name = "InvalidMapError";
+  }
+}
+
+/**
+ * Replicas of one logical element hold different data (`rebuild`): the shards disagree, which a
+ * caller may want to tell apart from a map that contradicts itself.
+ */
+export class ReplicaConflictError extends InvalidMapError {
+  /** Creates the error with a message that names the element and the two values. */
+  constructor(message: string) {
+    super(message);
+    this.name = "ReplicaConflictError";
   }
 }
 

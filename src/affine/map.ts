@@ -10,7 +10,7 @@
  * @module
  */
 
-import { InvalidMapError } from "./affine_errors.ts";
+import { InvalidMapError, ReplicaConflictError } from "./affine_errors.ts";
 
 /** One block of the logical tensor as held in one shard. */
 export interface AffinePiece {
@@ -555,8 +555,9 @@ export function placementToMap(
 
 /**
  * Rebuilds the full logical tensor from rank shards (DeepSpeed `rebuild`). Replicated pieces
- * must hold identical data in every supplied holder, else `InvalidMapError` ("hold different
- * data"). Shards of ranks with no pieces may be omitted; every other shard is required.
+ * must hold identical data in every supplied holder, else `ReplicaConflictError` (an
+ * `InvalidMapError`: "hold different data"). Shards of ranks with no pieces may be omitted;
+ * every other shard is required.
  */
 export function rebuild<T extends NumericArray>(map: ParamAffineMap, shards: Map<number, T>): T {
   validateMap(map);
@@ -587,7 +588,7 @@ export function rebuild<T extends NumericArray>(map: ParamAffineMap, shards: Map
           const value = data[d];
           if (written[s]) {
             if (!Object.is(full[s], value) && !(full[s] === value)) {
-              throw new InvalidMapError(
+              throw new ReplicaConflictError(
                 `rebuild: replicas of element ${s} hold different data (rank ${rank}: ${value}, ` +
                   `earlier holder: ${full[s]})`,
               );

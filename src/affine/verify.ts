@@ -23,6 +23,7 @@
  * @module
  */
 
+import { AffineError } from "./affine_errors.ts";
 import { copyBox, extract, mapFromDict, numelOf } from "./map.ts";
 import type { ParamAffineMap } from "./map.ts";
 import { MAX_ELEMENT_SIZE, type PlanFile } from "./plan_file.ts";
@@ -82,7 +83,7 @@ export interface VerifyPlanOptions {
 }
 
 /** A rejection carrying its full message. */
-class Rejection extends Error {}
+class Rejection extends AffineError {}
 
 function reject(message: string): never {
   throw new Rejection(message);

@@ -8,6 +8,7 @@
  */
 
 import { type Command, InvalidArgumentError } from "commander";
+import { EXIT_CODES } from "../types/exit_codes.ts";
 
 /** Receives the exit code a subcommand's action decided (README "Exit codes"). */
 export type ExitCodeSink = (exitCode: number) => void;
@@ -18,15 +19,12 @@ export type ExitCodeSink = (exitCode: number) => void;
  */
 export type Subcommand = (exit: ExitCodeSink) => Command;
 
-/** Exit code of a usage error (and of an invalid input file): nothing was launched. */
-export const USAGE_EXIT_CODE = 2;
-
 /**
  * Ends `command` with a usage error: `parity <command>: <message>` on stderr, a pointer to
  * `--help`, exit code 2, no stack trace.
  */
 export function usageError(command: Command, message: string): never {
-  command.error(`error: ${message}`, { exitCode: USAGE_EXIT_CODE, code: "parity.usage" });
+  command.error(`error: ${message}`, { exitCode: EXIT_CODES.USAGE, code: "parity.usage" });
 }
 
 /**
@@ -50,6 +48,14 @@ export function numberArgument(
  */
 export function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
+}
+
+/**
+ * The line after a usage error that points to the command's help: `(run 'parity <command> --help'
+ * for usage)`; `name` is `parity` or `parity <command>`.
+ */
+export function helpPointer(name: string): string {
+  return `(run '${name} --help' for usage)`;
 }
 
 /**

@@ -13,7 +13,8 @@ import { formatValidationErrors, readExperimentFile } from "../experiment/mod.ts
 import { consoleProgress } from "../pipeline/console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { installSignalHandlers } from "../process/mod.ts";
-import { bisect, BisectUsageError, formatBisect } from "../reproduce/mod.ts";
+import { bisect, formatBisect } from "../reproduce/mod.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
 import { collect, examples, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity bisect`, as commander parses them. */
@@ -49,7 +50,7 @@ export const bisectCommand: Subcommand = (exit): Command => {
       const loaded = await readExperimentFile(file, { sets: options.set ?? [] });
       if (!loaded.ok) {
         console.error(formatValidationErrors(file, loaded.errors).join("\n"));
-        return exit(2);
+        return exit(EXIT_CODES.USAGE);
       }
       if (loaded.experiments.length !== 1) {
         usageError(command, "the file expands to several experiments; pick one with --set");
@@ -74,9 +75,6 @@ export const bisectCommand: Subcommand = (exit): Command => {
         });
         console.log(formatBisect(result));
         exit(result.exit_code);
-      } catch (error) {
-        if (error instanceof BisectUsageError) usageError(command, error.message);
-        throw error;
       } finally {
         uninstall();
       }

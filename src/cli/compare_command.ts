@@ -10,7 +10,7 @@ import { Command, Option } from "commander";
 import type { MetricsFormat } from "../metrics/series.ts";
 import { DEFAULT_METRIC, TOLERANCE_DEFAULTS } from "../experiment/mod.ts";
 import { compareMetricsFiles, formatCompareTable } from "../parity/mod.ts";
-import { EXIT_CODES } from "../types/summary.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
 import { examples, numberArgument, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity compare`, as commander parses them. */

@@ -8,7 +8,9 @@
 
 import { Command } from "commander";
 import { collectGarbage, formatGcReport, type GcReport } from "../pipeline/gc.ts";
-import { examples, printError, type Subcommand } from "./_subcommand.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
+import { examples, type Subcommand } from "./_subcommand.ts";
 
 /** Options of `parity gc`, as commander parses them. */
 export interface GcCommandOptions {
@@ -44,13 +46,10 @@ and reports are never deleted.`,
           experiment: options.experiment,
         });
       } catch (e) {
+        // A results folder that is not there is a usage error, not the environment's ERROR.
         if (!(e instanceof Deno.errors.NotFound)) throw e;
-        const message = e.message.startsWith("no experiment")
-          ? e.message
-          : `no folder ${resultsDir}`;
-        printError("gc", message);
-        return exit(2);
+        throw new HarnessError(`no folder ${resultsDir}`, EXIT_CODES.USAGE, { cause: e });
       }
       console.log(options.json ? JSON.stringify(report, null, 2) : formatGcReport(report));
-      exit(0);
+      exit(EXIT_CODES.PASS);
     });

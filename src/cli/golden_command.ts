@@ -9,8 +9,9 @@
 import { Command } from "commander";
 import { resolve } from "node:path";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
-import { saveGolden, StoredRunError } from "../reproduce/mod.ts";
-import { examples, type Subcommand, usageError } from "./_subcommand.ts";
+import { saveGolden } from "../reproduce/mod.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity golden` with its one action, `save`. */
 export const goldenCommand: Subcommand = (exit): Command => {
@@ -23,20 +24,15 @@ export const goldenCommand: Subcommand = (exit): Command => {
     .option("--goldens <dir>", "goldens folder", DEFAULT_GOLDENS_DIR)
     .addHelpText("after", examples(["parity golden save results/quickstart/latest"]))
     .action(async (runDir: string, options: { goldens: string }) => {
-      try {
-        const saved = await saveGolden(runDir, {
-          goldensDir: resolve(options.goldens),
-          harnessEnv: Deno.env.toObject(),
-        });
-        console.log(
-          `${saved.replaced ? "replaced" : "saved"} golden ${saved.file}\n  environment ` +
-            `${saved.key}, ${saved.steps} steps, metrics ${saved.metrics.join(", ")}`,
-        );
-        exit(0);
-      } catch (error) {
-        if (error instanceof StoredRunError) usageError(save, error.message);
-        throw error;
-      }
+      const saved = await saveGolden(runDir, {
+        goldensDir: resolve(options.goldens),
+        harnessEnv: Deno.env.toObject(),
+      });
+      console.log(
+        `${saved.replaced ? "replaced" : "saved"} golden ${saved.file}\n  environment ` +
+          `${saved.key}, ${saved.steps} steps, metrics ${saved.metrics.join(", ")}`,
+      );
+      exit(EXIT_CODES.PASS);
     });
   return command.addCommand(save);
 };

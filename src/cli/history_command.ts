@@ -8,7 +8,9 @@
 
 import { Command } from "commander";
 import { historyPath, renderHistoryView } from "../report/mod.ts";
-import { examples, numberArgument, printError, type Subcommand } from "./_subcommand.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
+import { examples, numberArgument, type Subcommand } from "./_subcommand.ts";
 
 const positiveInteger = numberArgument((x) => Number.isInteger(x) && x >= 1, "an integer >= 1");
 
@@ -32,11 +34,10 @@ export const historyCommand: Subcommand = (exit): Command =>
       if (view === undefined) {
         const dir = resultsDir.replace(/\/+$/, "") || "/";
         const which = options.experiment ? ` for experiment "${options.experiment}"` : "";
-        printError("history", `no history in ${historyPath(dir)}${which}`);
-        return exit(2);
+        throw new HarnessError(`no history in ${historyPath(dir)}${which}`, EXIT_CODES.USAGE);
       }
       console.log(view.markdown);
       // Paths, not a Markdown image: a local absolute path renders nowhere.
       console.log(`\ntrend: ${view.html}\nchart: ${view.png}`);
-      exit(0);
+      exit(EXIT_CODES.PASS);
     });

@@ -9,52 +9,51 @@
  */
 
 import { CommanderError } from "commander";
-import { PlaceholderError } from "../experiment/mod.ts";
-import { describeEnvironmentError } from "../pipeline/environment_error.ts";
-import { LockHeldError } from "../pipeline/lock.ts";
-import { printError, USAGE_EXIT_CODE } from "./_subcommand.ts";
+import { asHarnessError } from "../pipeline/environment_error.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { UsageError } from "../types/harness_error.ts";
+import { helpPointer, printError } from "./_subcommand.ts";
 import { createProgram } from "./program.ts";
 
 /** Runs the harness command line on `argv` (the words after the program); returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  let exitCode = 0;
+  let exitCode: number = EXIT_CODES.PASS;
   const program = createProgram((code) => {
     exitCode = code;
   });
   try {
     await program.parseAsync(argv, { from: "user" });
   } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : USAGE_EXIT_CODE;
-    const command = program.commands.find((c) => c.name() === argv[0])?.name() ?? "";
-    if (error instanceof LockHeldError) {
-      printError(command, error.message, true);
-      return 3;
+    // Commander has printed its own message (a usage error, or --help / --version).
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? EXIT_CODES.PASS : EXIT_CODES.USAGE;
     }
-    return reportUncaught(command, error);
+    const command = program.commands.find((c) => c.name() === argv[0])?.name() ?? "";
+    return reportError(command, error);
   }
   return exitCode;
 }
 
 /**
- * An unexpandable placeholder (an unset `${env.X}`) is invalid input (exit 2). Any other error
- * is ERROR (exit 3), never the FAIL that an uncaught exception's exit 1 would mean: an environment problem in one sentence, a bug as `internal error` with its stack only
- * when `PARITY_DEBUG` is set.
+ * The one place an error thrown by a command becomes the exit code. A harness error (or a
+ * filesystem error, which is the environment's: ERROR) ends with its own exit code, told in one
+ * sentence; a {@linkcode UsageError} then points to the command's help, as commander's own usage
+ * errors do. Anything else is a bug: ERROR as `internal error` (never the FAIL that an uncaught
+ * exception's exit 1 would mean), with its stack only when `PARITY_DEBUG` is set.
  */
-function reportUncaught(command: string, error: unknown): number {
-  if (error instanceof PlaceholderError) {
-    // A placeholder only the run can expand (an unset ${env.X}): invalid input, nothing judged.
-    printError(command, `invalid experiment: ${error.message}`);
-    return USAGE_EXIT_CODE;
+function reportError(command: string, error: unknown): number {
+  const known = asHarnessError(error);
+  if (known !== null) {
+    printError(command, known.message, known.exitCode === EXIT_CODES.ERROR);
+    if (known instanceof UsageError) {
+      console.error(helpPointer(`parity${command ? ` ${command}` : ""}`));
+    }
+    return known.exitCode;
   }
-  const environment = describeEnvironmentError(error);
-  if (environment !== null) {
-    printError(command, environment, true);
-  } else {
-    const message = error instanceof Error ? error.message : String(error);
-    printError(command, `internal error: ${message.split("\n")[0]}`, true);
-    if (Deno.env.get("PARITY_DEBUG") && error instanceof Error) console.error(error.stack);
-  }
-  return 3;
+  const message = error instanceof Error ? error.message : String(error);
+  printError(command, `internal error: ${message.split("\n")[0]}`, true);
+  if (Deno.env.get("PARITY_DEBUG") && error instanceof Error) console.error(error.stack);
+  return EXIT_CODES.ERROR;
 }
 
 if (import.meta.main) {

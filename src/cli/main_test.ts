@@ -1,5 +1,9 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { captureConsole } from "../../test/_testing/capture_console.ts";
+import { join } from "node:path";
+import { acquireRunLock, LockHeldError } from "../pipeline/lock.ts";
+import { StoredRunError } from "../reproduce/mod.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
 import { main } from "./main.ts";
 import { createProgram } from "./program.ts";
 
@@ -119,6 +123,30 @@ Deno.test("parity run and report refuse an --image-base-url that cannot be linke
     );
     equal(report.value, 2);
     match(report.err, /use https/);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("main() ends with the exit code of the HarnessError a subcommand throws", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_cli_" });
+  try {
+    // LockHeldError (ERROR, 3): another run holds the experiment folder; nothing is launched.
+    const results = join(tmp, "results");
+    await using lock = await acquireRunLock(join(results, "quickstart"));
+    equal(new LockHeldError(results, lock.holder).exitCode, EXIT_CODES.ERROR);
+    const held = await captureConsole(() =>
+      main(["run", QUICKSTART, "--results", results, "--quiet"])
+    );
+    equal(held.value, EXIT_CODES.ERROR);
+    match(held.err, /^parity run: ERROR: another run holds .*quickstart \(PID \d+/);
+    // StoredRunError (a UsageError, 2): told in one line, then the pointer to the command's help.
+    equal(new StoredRunError("x").exitCode, EXIT_CODES.USAGE);
+    const notRun = await captureConsole(() => main(["rerun", tmp]));
+    equal(notRun.value, EXIT_CODES.USAGE);
+    match(notRun.err, /^parity rerun: \S+experiment\.resolved\.yaml: missing .*\n/);
+    match(notRun.err, /\n\(run 'parity rerun --help' for usage\)$/);
+    ok(!notRun.all.includes("    at "), "no stack trace");
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

@@ -11,6 +11,7 @@ import { Command } from "commander";
 import { dirname, resolve } from "node:path";
 import { formatValidationErrors, readExperimentFile } from "../experiment/mod.ts";
 import { formatPlanPreview, type PlanPreview, previewPlan } from "../pipeline/plan_preview.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
 import { collect, examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity plan`. */
@@ -26,7 +27,7 @@ export const planCommand: Subcommand = (exit): Command =>
       const result = await readExperimentFile(file, { sets: options.set ?? [] });
       if (!result.ok) {
         console.error(formatValidationErrors(file, result.errors).join("\n"));
-        return exit(2);
+        return exit(EXIT_CODES.USAGE);
       }
       const previews: PlanPreview[] = [];
       for (const experiment of result.experiments) {
@@ -43,5 +44,5 @@ export const planCommand: Subcommand = (exit): Command =>
           ? JSON.stringify(previews.length === 1 ? previews[0] : previews, null, 2)
           : previews.map(formatPlanPreview).join("\n\n"),
       );
-      exit(0);
+      exit(EXIT_CODES.PASS);
     });

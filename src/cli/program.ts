@@ -7,7 +7,7 @@
 
 import { Command } from "commander";
 import { HARNESS_VERSION } from "../pipeline/manifest.ts";
-import { examples, type ExitCodeSink } from "./_subcommand.ts";
+import { examples, type ExitCodeSink, helpPointer } from "./_subcommand.ts";
 import { SUBCOMMANDS } from "./subcommands.ts";
 
 /**
@@ -46,5 +46,5 @@ function _configure(command: Command): void {
       writeErr: (text) => console.error(text.replace(/\n$/, "")),
       outputError: (text, write) => write(text.replace(/^error: /, `${name}: `)),
     })
-    .showHelpAfterError(`(run '${name} --help' for usage)`);
+    .showHelpAfterError(helpPointer(name));
 }

@@ -11,6 +11,8 @@ import { FULL_VERIFY_LIMIT_GIB } from "../pipeline/checkpoint_hashes.ts";
 import { Command } from "commander";
 import { imageBaseUrlProblem, renderRun, resolveRunDir } from "../report/mod.ts";
 import { runArtifactProblems } from "../pipeline/verify_run.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
 import { examples, printError, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Builds `parity report`. */
@@ -47,8 +49,7 @@ export const reportCommand: Subcommand = (exit): Command =>
       try {
         runDir = await resolveRunDir(path);
       } catch (error) {
-        printError("report", (error as Error).message);
-        return exit(2);
+        throw new HarnessError((error as Error).message, EXIT_CODES.USAGE, { cause: error });
       }
       const problems = await runArtifactProblems(
         runDir,
@@ -56,24 +57,25 @@ export const reportCommand: Subcommand = (exit): Command =>
       );
       if (problems.length > 0) {
         for (const problem of problems) printError("report", problem, true);
-        printError(
-          "report",
+        throw new HarnessError(
           `${runDir}: the artifacts no longer match the run's record; not rendering`,
-          true,
+          EXIT_CODES.ERROR,
         );
-        return exit(3);
       }
       try {
         const start = performance.now();
         await renderRun(runDir, { imageBaseUrl: options.imageBaseUrl });
         const ms = Math.round(performance.now() - start);
         console.log(`wrote ${runDir}/report.md, report.html, junit.xml and charts/ (${ms} ms)`);
-        exit(0);
+        exit(EXIT_CODES.PASS);
       } catch (error) {
         // One sentence (the loaders name the bad file); the stack only with PARITY_DEBUG set.
         const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-        printError("report", `rendering ${runDir} failed: ${message.split("\n")[0]}`, true);
         if (Deno.env.get("PARITY_DEBUG")) console.error((error as Error).stack);
-        exit(3);
+        throw new HarnessError(
+          `rendering ${runDir} failed: ${message.split("\n")[0]}`,
+          EXIT_CODES.ERROR,
+          { cause: error },
+        );
       }
     });

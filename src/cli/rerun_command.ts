@@ -12,8 +12,8 @@ import { resolve } from "node:path";
 import { consoleProgress } from "../pipeline/console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { installSignalHandlers } from "../process/mod.ts";
-import { formatRerun, rerunRun, StoredRunError } from "../reproduce/mod.ts";
-import { examples, type Subcommand, usageError } from "./_subcommand.ts";
+import { formatRerun, rerunRun } from "../reproduce/mod.ts";
+import { examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity rerun`. */
 export const rerunCommand: Subcommand = (exit): Command => {
@@ -40,9 +40,6 @@ export const rerunCommand: Subcommand = (exit): Command => {
           });
           console.log(formatRerun(result));
           exit(result.exit_code);
-        } catch (error) {
-          if (error instanceof StoredRunError) usageError(command, error.message);
-          throw error;
         } finally {
           uninstall();
         }

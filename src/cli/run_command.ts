@@ -20,7 +20,8 @@ import { consoleProgress } from "../pipeline/console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { checkResultsFolder } from "../pipeline/results_folder.ts";
 import { runExperiment, type RunResult } from "../pipeline/runner.ts";
-import { EXIT_CODES, worstVerdict } from "../types/summary.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { worstVerdict } from "../types/summary.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { imageBaseUrlProblem, writeSuiteIndex } from "../report/mod.ts";
 import { collect, examples, printError, type Subcommand, usageError } from "./_subcommand.ts";
@@ -148,7 +149,7 @@ async function runFiles(
     }
     for (const experiment of result.experiments) loaded.push({ file, experiment });
   }
-  if (invalid) return 2;
+  if (invalid) return EXIT_CODES.USAGE;
   const force = options.force.filter((name) => name !== FORCE_ALL);
   for (const { file, experiment } of loaded) {
     const phases = phaseNames(experiment);

@@ -7,6 +7,7 @@
 
 import { Command } from "commander";
 import { experimentJsonSchema, writeSchemaFile } from "../experiment/mod.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
 import { examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity schema`. */
@@ -22,5 +23,5 @@ export const schemaCommand: Subcommand = (exit): Command =>
         const path = await writeSchemaFile(options.write === true ? undefined : options.write);
         console.log(`wrote ${path}`);
       }
-      exit(0);
+      exit(EXIT_CODES.PASS);
     });

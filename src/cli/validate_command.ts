@@ -8,13 +8,9 @@
  */
 
 import { Command } from "commander";
-import {
-  formatValidationErrors,
-  parseSetArgument,
-  readExperimentFile,
-  UsageError,
-} from "../experiment/mod.ts";
-import { collect, examples, type Subcommand, usageError } from "./_subcommand.ts";
+import { formatValidationErrors, parseSetArgument, readExperimentFile } from "../experiment/mod.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { collect, examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity validate`. */
 export const validateCommand: Subcommand = (exit): Command => {
@@ -25,15 +21,8 @@ export const validateCommand: Subcommand = (exit): Command => {
     .addHelpText("after", examples(["parity validate experiments/*.yaml --set schedule.steps=60"]))
     .action(async (files: string[], options: { set?: string[] }) => {
       const sets = options.set ?? [];
-      // A malformed --set is one usage error, not one per file.
-      for (const set of sets) {
-        try {
-          parseSetArgument(set);
-        } catch (error) {
-          if (!(error instanceof UsageError)) throw error;
-          usageError(command, error.message);
-        }
-      }
+      // A malformed --set is one usage error (parseSetArgument throws it), not one per file.
+      for (const set of sets) parseSetArgument(set);
       exit(await validateFiles(files, sets));
     });
   return command;
@@ -52,5 +41,5 @@ async function validateFiles(files: string[], sets: string[]): Promise<number> {
       for (const line of formatValidationErrors(file, result.errors)) console.error(line);
     }
   }
-  return failed ? 2 : 0;
+  return failed ? EXIT_CODES.USAGE : EXIT_CODES.PASS;
 }

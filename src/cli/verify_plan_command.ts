@@ -8,7 +8,9 @@
 
 import { Command } from "commander";
 import { formatVerdict, verifyPlan } from "../affine/mod.ts";
-import { examples, printError, type Subcommand } from "./_subcommand.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
+import { examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity verify-plan`. */
 export const verifyPlanCommand: Subcommand = (exit): Command =>
@@ -28,11 +30,14 @@ export const verifyPlanCommand: Subcommand = (exit): Command =>
       try {
         raw = JSON.parse(await Deno.readTextFile(path));
       } catch (e) {
-        printError("verify-plan", `cannot read plan ${path}: ${(e as Error).message}`);
-        return exit(2);
+        throw new HarnessError(
+          `cannot read plan ${path}: ${(e as Error).message}`,
+          EXIT_CODES.USAGE,
+          { cause: e },
+        );
       }
       const verdict = verifyPlan(raw, { execute: options.execute ?? false });
       if (options.json) console.log(JSON.stringify({ path, ...verdict }, null, 2));
       else for (const line of formatVerdict(path, verdict)) console.log(line);
-      exit(verdict.ok ? 0 : 1);
+      exit(verdict.ok ? EXIT_CODES.PASS : EXIT_CODES.FAIL);
     });

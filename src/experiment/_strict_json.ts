@@ -2,6 +2,8 @@
  * A strict JSON (RFC 8259) parser that reports line:column and rejects duplicate keys. V8's
  * `JSON.parse` reports neither a position nor duplicates, and both matter for hand-written files.
  */
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
 import { formatPath } from "./_path.ts";
 
 /** A JSON problem with its 1-based position. */
@@ -16,10 +18,11 @@ export interface JsonProblem {
   message: string;
 }
 
-class JsonSyntax extends Error {
+/** A syntax error at `offset` (an invalid experiment file, should one escape). */
+class JsonSyntax extends HarnessError {
   readonly offset: number;
   constructor(offset: number, message: string) {
-    super(message);
+    super(message, EXIT_CODES.USAGE);
     this.offset = offset;
   }
 }

@@ -8,6 +8,8 @@
  * @module
  */
 
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
 import { didYouMean } from "./_did_you_mean.ts";
 
 /** Placeholders every program may use (the trainer contract's `PARITY_*` values, and more). */
@@ -36,12 +38,11 @@ export const PLACEHOLDERS: Readonly<Record<ProgramKind, readonly string[]>> = {
   planner: [...COMMON_PLACEHOLDERS, "source_checkpoint", "target", "policy", "plan_out"],
 };
 
-/** A malformed template or an unknown placeholder. */
-export class PlaceholderError extends Error {
+/** A malformed template or an unknown placeholder: an invalid experiment (exit 2). */
+export class PlaceholderError extends HarnessError {
   /** Builds the error. */
   constructor(message: string) {
-    super(message);
-    this.name = "PlaceholderError";
+    super(message, EXIT_CODES.USAGE);
   }
 }
 

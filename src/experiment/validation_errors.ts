@@ -4,6 +4,12 @@
  * @module
  */
 
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
+
+/** The harness's one usage error (a malformed `--set`), re-exported for the loaders' callers. */
+export { UsageError } from "../types/harness_error.ts";
+
 /** One problem of an experiment file, at a dotted path such as `resume.reshard.args.world_size`. */
 export interface ValidationError {
   /** Dotted path with `[i]` for list items; empty for the file as a whole. */
@@ -17,8 +23,11 @@ export type ValidationResult<T> =
   | { ok: true; experiments: T[] }
   | { ok: false; errors: ValidationError[] };
 
-/** Thrown by the loaders when a file cannot be read or parsed; carries every problem found. */
-export class ExperimentFileError extends Error {
+/**
+ * Thrown by the loaders when a file cannot be read or parsed; carries every problem found (an
+ * invalid experiment file: exit 2).
+ */
+export class ExperimentFileError extends HarnessError {
   /** The file (or source name) the problems belong to. */
   readonly source: string;
   /** The problems, at least one. */
@@ -26,19 +35,9 @@ export class ExperimentFileError extends Error {
 
   /** Builds the error; the message is the formatted lines. */
   constructor(source: string, errors: ValidationError[]) {
-    super(formatValidationErrors(source, errors).join("\n"));
-    this.name = "ExperimentFileError";
+    super(formatValidationErrors(source, errors).join("\n"), EXIT_CODES.USAGE);
     this.source = source;
     this.errors = errors;
-  }
-}
-
-/** Thrown by {@link parseSetArgument}-style helpers for a malformed `--set` (a usage error). */
-export class UsageError extends Error {
-  /** Builds the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
   }
 }
 

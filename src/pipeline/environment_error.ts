@@ -6,12 +6,14 @@
  * @module
  */
 
-/** An environment problem already phrased as one sentence for the user. */
-export class EnvironmentError extends Error {
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
+
+/** An environment problem already phrased as one sentence for the user (ERROR, exit 3). */
+export class EnvironmentError extends HarnessError {
   /** Create an error whose message is the sentence shown to the user. */
   constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "EnvironmentError";
+    super(message, EXIT_CODES.ERROR, options);
   }
 }
 
@@ -49,6 +51,23 @@ export function describeEnvironmentError(error: unknown): string | null {
   const osMessage = /\(os error \d+\)/.test(error.message);
   const detail = oneLine(error.message.replace(/\s*\(os error \d+\)/, ""));
   return known === undefined || osMessage ? detail : `${known}: ${detail}`;
+}
+
+/**
+ * `error` as the harness error it ends a command with: itself when it is a
+ * {@linkcode HarnessError}, an {@linkcode EnvironmentError} (ERROR) for a filesystem error from
+ * Deno, `null` for anything else (a bug).
+ *
+ * @example
+ * ```ts
+ * asHarnessError(new Deno.errors.NotFound("No such file or directory (os error 2): open 'x'"))
+ *   ?.exitCode; // => 3
+ * ```
+ */
+export function asHarnessError(error: unknown): HarnessError | null {
+  if (error instanceof HarnessError) return error;
+  const sentence = describeEnvironmentError(error);
+  return sentence === null ? null : new EnvironmentError(sentence, { cause: error });
 }
 
 /** The `(os error N)` number in a Deno error message, else `null`. */

@@ -30,6 +30,8 @@ import { ATTEMPT_DIR_PATTERN } from "./retry.ts";
 import { experimentFolderName, listRuns, writeJsonAtomic } from "./run_store.ts";
 import { bytes as formatBytes } from "../format/numbers.ts";
 import { isUniversalFolder } from "../types/checkpoint_folder.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
 
 /** Which checkpoints survive a collection. */
 export type KeepPolicy = "last" | "none";
@@ -117,6 +119,9 @@ const RUN_ID_PATTERN = /^\d{8}T\d{6}Z-[0-9a-z]+$/;
  * Deletes checkpoint folders that no cached phase still needs, in every experiment of
  * `resultsDir` (or only `options.experiment`). See the module doc for what counts as needed.
  * Each experiment is collected under its run lock; one with a live run is skipped and reported.
+ *
+ * @throws {Deno.errors.NotFound} when `resultsDir` does not exist.
+ * @throws {HarnessError} (exit 2) when `options.experiment` has no folder in it.
  */
 export async function collectGarbage(
   resultsDir: string,
@@ -129,9 +134,10 @@ export async function collectGarbage(
     const dir = join(root, experimentFolderName(options.experiment));
     const info = await lstatOrUndefined(dir);
     if (!info?.isDirectory) {
-      throw new Deno.errors.NotFound(
+      throw new HarnessError(
         `no experiment ${JSON.stringify(options.experiment)} in ${resultsDir}` +
           (info?.isSymlink ? " (it is a symlink; gc does not follow symlinks)" : ""),
+        EXIT_CODES.USAGE,
       );
     }
     experimentDirs = [dir];

@@ -34,6 +34,8 @@
  */
 
 import { join, relative, resolve } from "node:path";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { HarnessError } from "../types/harness_error.ts";
 
 /** Name of the lock file inside an experiment results folder. */
 export const LOCK_FILE_NAME = ".lock";
@@ -87,8 +89,8 @@ export interface RunLock {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Another live run holds the lock (and `wait` was not set, or waiting timed out). */
-export class LockHeldError extends Error {
+/** Another live run holds the lock (and `wait` was not set, or waiting timed out): exit 3. */
+export class LockHeldError extends HarnessError {
   /** The lock file's contents. */
   readonly holder: LockHolder;
   /** The experiment results folder. */
@@ -106,8 +108,8 @@ export class LockHeldError extends Error {
         : `another run still holds ${where} (${who}) after waiting ${
           Math.round(waitedMs / 1000)
         } s`,
+      EXIT_CODES.ERROR,
     );
-    this.name = "LockHeldError";
     this.holder = holder;
     this.experimentDir = experimentDir;
   }

@@ -15,7 +15,7 @@ import {
   validatePlacement,
 } from "../affine/map.ts";
 import { MODEL, type TrainOptions } from "./config.ts";
-import { UsageError } from "./trainer_errors.ts";
+import { TRAINER_EXIT_CODES, TrainerExitError, UsageError } from "./trainer_errors.ts";
 import { FAULT_NAMES, isFault } from "./faults.ts";
 
 /** One accepted flag. */
@@ -81,12 +81,11 @@ export const CONVERT_FLAGS: readonly FlagSpec[] = [
   { name: "fault", help: "converter-side faults act here; other names are accepted and ignored" },
 ];
 
-/** Thrown by {@link parseFlags} for `--help`. */
-export class HelpRequested extends Error {
+/** Thrown by {@link parseFlags} for `--help`: the CLI prints the command's help and exits 0. */
+export class HelpRequested extends TrainerExitError {
   /** Creates the marker error. */
   constructor() {
-    super("help");
-    this.name = "HelpRequested";
+    super("help", TRAINER_EXIT_CODES.OK);
   }
 }
 
@@ -115,9 +114,11 @@ export function parseFlags(
   } catch (error) {
     if (!(error instanceof CommanderError)) throw error;
     if (error.code === "commander.helpDisplayed") throw new HelpRequested();
-    const missing = error.message.match(/option '--([^ ']+)/);
-    if (error.code === "commander.optionMissingArgument" && missing) {
-      throw new UsageError(`--${missing[1]} needs a value`);
+    // Commander reports a missing value only for the last word (any word after a flag is its
+    // value), so that word names the flag; its message is not parsed.
+    const last = argv.at(-1);
+    if (error.code === "commander.optionMissingArgument" && last?.startsWith("--")) {
+      throw new UsageError(`${last} needs a value`);
     }
     throw new UsageError(error.message.replace(/^error: /, ""));
   }

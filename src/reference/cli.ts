@@ -16,7 +16,7 @@ import {
   TRAIN_FLAGS,
   trainOptions,
 } from "./args.ts";
-import { TrainerError, UsageError } from "./trainer_errors.ts";
+import { TRAINER_EXIT_CODES, TrainerExitError, UsageError } from "./trainer_errors.ts";
 import { FAULT_NAMES, isFault } from "./faults.ts";
 import { CRASH_IN_SAVE_ENV } from "./files.ts";
 import { PLAN_FLAGS, runPlan } from "./resharding_plan.ts";
@@ -51,7 +51,7 @@ export const COMMANDS: Record<string, Command> = {
       const options = trainOptions(values);
       options.crashInSave = env[CRASH_IN_SAVE_ENV] === "1";
       await runTrain(options, { log: io.err, out: io.out });
-      return 0;
+      return TRAINER_EXIT_CODES.OK;
     },
   },
   convert: {
@@ -68,7 +68,7 @@ export const COMMANDS: Record<string, Command> = {
       }
       const out = convertToUniversal({ inputFolder: input, outputFolder: output, fault });
       io.err(`wrote universal checkpoint ${out}`);
-      return Promise.resolve(0);
+      return Promise.resolve(TRAINER_EXIT_CODES.OK);
     },
   },
   plan: {
@@ -83,7 +83,7 @@ export const COMMANDS: Record<string, Command> = {
           `${s.segments} segments, ${s.movedBytes} bytes moved, ${s.localBytes} local, ` +
           `max process send ${s.maxProcessSendBytes} bytes)`,
       );
-      return 0;
+      return TRAINER_EXIT_CODES.OK;
     },
   },
 };
@@ -109,7 +109,7 @@ export async function main(
   const [name, ...rest] = argv;
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     (name === undefined ? io.err : io.out)(topHelp());
-    return name === undefined ? 2 : 0;
+    return name === undefined ? TRAINER_EXIT_CODES.USAGE : TRAINER_EXIT_CODES.OK;
   }
   const command = COMMANDS[name];
   if (!command) {
@@ -118,22 +118,19 @@ export async function main(
         Object.keys(COMMANDS).join(", ")
       })`,
     );
-    return 2;
+    return TRAINER_EXIT_CODES.USAGE;
   }
   try {
     return await command.run(rest, env, io);
   } catch (e) {
-    if (e instanceof HelpRequested) {
-      io.out(helpText(name, command.flags));
-      return 0;
-    }
-    if (e instanceof UsageError || e instanceof TrainerError) {
-      io.err(`trainer ${name}: error: ${e.message}`);
+    if (e instanceof TrainerExitError) {
+      if (e instanceof HelpRequested) io.out(helpText(name, command.flags));
+      else io.err(`trainer ${name}: error: ${e.message}`);
       return e.exitCode;
     }
     const message = e instanceof Error ? e.message : String(e);
     io.err(`trainer ${name}: error: ${message.split("\n")[0]}`);
-    return 1;
+    return TRAINER_EXIT_CODES.FAILED;
   }
 }
 

@@ -7,6 +7,8 @@
  * @module
  */
 
+import { TrainerError } from "./trainer_errors.ts";
+
 /** Element types this module reads and writes. */
 export type Dtype = "F32" | "F64" | "BF16" | "I64";
 
@@ -31,14 +33,8 @@ export interface SafetensorsFile {
   metadata: Record<string, string>;
 }
 
-/** A file that is not valid safetensors; the message names the file. */
-export class SafetensorsError extends Error {
-  /** Creates the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "SafetensorsError";
-  }
-}
+/** A file that is not valid safetensors (a run-time failure); the message names the file. */
+export class SafetensorsError extends TrainerError {}
 
 const DTYPE_SIZE: Record<Dtype, number> = { F32: 4, F64: 8, BF16: 2, I64: 8 };
 

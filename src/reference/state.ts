@@ -8,7 +8,7 @@
  */
 
 import { extract, type ParamAffineMap, rebuild } from "../affine/map.ts";
-import { InvalidMapError } from "../affine/affine_errors.ts";
+import { ReplicaConflictError } from "../affine/affine_errors.ts";
 import { roundToBf16Into } from "./bf16.ts";
 import { HYPER } from "./config.ts";
 import { freshSampler, type SamplerState } from "./data.ts";
@@ -191,7 +191,7 @@ function hashLogical(h: Hasher64, map: ParamAffineMap, shards: Float32Array[]): 
   try {
     full = rebuild(map, byRank);
   } catch (e) {
-    if (!(e instanceof InvalidMapError) || !e.message.includes("different data")) throw e;
+    if (!(e instanceof ReplicaConflictError)) throw e;
     h.updateString("replicas-diverge");
     for (const s of shards) h.updateArray(s);
     return;

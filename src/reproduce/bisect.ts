@@ -18,11 +18,13 @@ import { codeInputDir } from "../pipeline/environment.ts";
 import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
 import { experimentFolderName } from "../pipeline/run_store.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
+import { UsageError } from "../types/harness_error.ts";
 import type { RunSummary, Verdict } from "../types/summary.ts";
 import { git, gitOk } from "./git.ts";
 
 /** A bisect that cannot start (not a code input, dirty tree, unknown revision): exit code 2. */
-export class BisectUsageError extends Error {}
+export class BisectUsageError extends UsageError {}
 
 /** How git is told about a tested commit. */
 export type BisectMark = "good" | "bad" | "skip";
@@ -187,15 +189,15 @@ export async function bisect(options: BisectOptions): Promise<BisectResult> {
           await gitOk(top, ["checkout", "--quiet", found[1]]);
           firstBad = await test();
         }
-        return { outcome: "found", firstBad, steps, exit_code: 0 };
+        return { outcome: "found", firstBad, steps, exit_code: EXIT_CODES.PASS };
       }
       if (/only 'skip'ped commits left to test/.test(out.stdout)) {
         const candidates = [...out.stdout.matchAll(/^([0-9a-f]{40})$/gm)].map((m) => m[1]);
-        return { outcome: "ambiguous", candidates, steps, exit_code: 3 };
+        return { outcome: "ambiguous", candidates, steps, exit_code: EXIT_CODES.ERROR };
       }
       if (out.code !== 0) throw new Error(`git bisect ${step.mark} failed: ${out.stderr}`);
     }
-    return { outcome: "interrupted", steps, exit_code: 3 };
+    return { outcome: "interrupted", steps, exit_code: EXIT_CODES.ERROR };
   } finally {
     const reset = await git(top, ["bisect", "reset"]);
     if (reset.code !== 0) {

@@ -17,6 +17,7 @@ import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
 import { writeJsonAtomic } from "../pipeline/run_store.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
+import { EXIT_CODES } from "../types/exit_codes.ts";
 import type { RunSummary } from "../types/summary.ts";
 import { diffManifests, type EnvironmentDifference } from "./manifest_diff.ts";
 import { diffSeries, type SeriesDifference } from "./metrics_diff.ts";
@@ -25,11 +26,14 @@ import { readStoredRun } from "./stored_run.ts";
 /** Verdict of a rerun. */
 export type RerunVerdict = "REPRODUCED" | "DRIFTED" | "ERROR";
 
-/** Exit codes of `parity rerun` (README, "Reproduce"); 2 is a bad run folder or usage. */
+/**
+ * Exit codes of `parity rerun` (README, "Reproduce"), from the one table; a bad run folder or
+ * usage is a `StoredRunError` (exit 2).
+ */
 export const RERUN_EXIT_CODES: Record<RerunVerdict, number> = {
-  REPRODUCED: 0,
-  DRIFTED: 1,
-  ERROR: 3,
+  REPRODUCED: EXIT_CODES.PASS,
+  DRIFTED: EXIT_CODES.FAIL,
+  ERROR: EXIT_CODES.ERROR,
 };
 
 /** One training phase, stored vs rerun. */

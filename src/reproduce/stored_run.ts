@@ -14,10 +14,11 @@ import {
   validateExperiment,
 } from "../experiment/mod.ts";
 import type { Manifest } from "../pipeline/manifest.ts";
+import { UsageError } from "../types/harness_error.ts";
 import type { RunSummary } from "../types/summary.ts";
 
 /** A run folder that cannot be replayed (bad path, missing or invalid files): exit code 2. */
-export class StoredRunError extends Error {}
+export class StoredRunError extends UsageError {}
 
 /** What a run folder holds. */
 export interface StoredRun {

@@ -465,8 +465,8 @@ export interface ChartSettings {
   max_points: number;
 }
 
-/** Exit code of each verdict (README, "Exit codes"). */
-export const EXIT_CODES: Record<Verdict, number> = { PASS: 0, FAIL: 1, ERROR: 3, ABSTAIN: 4 };
+/** Exit code of each verdict (README, "Exit codes"): the one table, kept in `exit_codes.ts`. */
+export { EXIT_CODES } from "./exit_codes.ts";
 
 /**
  * Severity order used to combine verdicts: a proven divergence (FAIL) outranks a phase that
