@@ -17,40 +17,45 @@ export class EnvironmentError extends HarnessError {
   }
 }
 
-/** OS error numbers (Linux) and what they mean for the user. */
-const OS_ERRORS: Record<number, string> = {
-  2: "no such file or folder",
-  13: "permission denied",
-  17: "already exists",
-  20: "a path component is a file, not a folder",
-  21: "is a folder, not a file",
-  28: "no space left on the device",
-  30: "the filesystem is read-only",
-  36: "a file name is too long for the filesystem",
-  40: "too many levels of symbolic links",
-  122: "disk quota exceeded",
+/** The OS error codes Deno attaches to filesystem errors (`error.code`), and what they mean. */
+const OS_ERRORS: Record<string, string> = {
+  ENOENT: "no such file or folder",
+  EACCES: "permission denied",
+  EEXIST: "already exists",
+  ENOTDIR: "a path component is a file, not a folder",
+  EISDIR: "is a folder, not a file",
+  ENOSPC: "no space left on the device",
+  EROFS: "the filesystem is read-only",
+  ENAMETOOLONG: "a file name is too long for the filesystem",
+  ELOOP: "too many levels of symbolic links",
+  EDQUOT: "disk quota exceeded",
 };
 
 /**
  * One sentence describing `error` when it is an environment problem (a filesystem error from
- * Deno, or an {@linkcode EnvironmentError}); `null` for anything else (a bug).
+ * Deno, or an {@linkcode EnvironmentError}); `null` for anything else (a bug). The error is
+ * recognised by its class or its `code`, never by its text; the text is only shown, without
+ * Deno's `(os error N)` suffix.
  *
  * @example
  * ```ts
- * describeEnvironmentError(new Error("File name too long (os error 36): mkdir 'r/x'"));
- * // => "File name too long: mkdir 'r/x'"
+ * const error = Object.assign(new Error("File name too long (os error 36): mkdir 'r/x'"), {
+ *   code: "ENAMETOOLONG",
+ * });
+ * describeEnvironmentError(error); // => "File name too long: mkdir 'r/x'"
  * ```
  */
 export function describeEnvironmentError(error: unknown): string | null {
   if (error instanceof EnvironmentError) return error.message;
   if (!(error instanceof Error)) return null;
-  const code = osErrorCode(error);
-  const known = code !== null ? OS_ERRORS[code] : undefined;
+  const code = (error as { code?: unknown }).code;
+  const known = typeof code === "string" ? OS_ERRORS[code] : undefined;
   const isDenoFsError = Object.values(Deno.errors).some((kind) => error instanceof kind);
   if (known === undefined && !isDenoFsError) return null;
-  const osMessage = /\(os error \d+\)/.test(error.message);
-  const detail = oneLine(error.message.replace(/\s*\(os error \d+\)/, ""));
-  return known === undefined || osMessage ? detail : `${known}: ${detail}`;
+  const shown = error.message.replace(/\s*\(os error \d+\)/, "");
+  const detail = oneLine(shown);
+  // Deno's own message already names the problem; a bare one gets the meaning of its code.
+  return known === undefined || shown !== error.message ? detail : `${known}: ${detail}`;
 }
 
 /**
@@ -68,26 +73,6 @@ export function asHarnessError(error: unknown): HarnessError | null {
   if (error instanceof HarnessError) return error;
   const sentence = describeEnvironmentError(error);
   return sentence === null ? null : new EnvironmentError(sentence, { cause: error });
-}
-
-/** The `(os error N)` number in a Deno error message, else `null`. */
-function osErrorCode(error: Error): number | null {
-  const match = /\(os error (\d+)\)/.exec(error.message);
-  if (match) return Number(match[1]);
-  const code = (error as { code?: unknown }).code;
-  const named: Record<string, number> = {
-    ENOENT: 2,
-    EACCES: 13,
-    EEXIST: 17,
-    ENOTDIR: 20,
-    EISDIR: 21,
-    ENOSPC: 28,
-    EROFS: 30,
-    ENAMETOOLONG: 36,
-    ELOOP: 40,
-    EDQUOT: 122,
-  };
-  return typeof code === "string" && code in named ? named[code] : null;
 }
 
 function oneLine(text: string): string {

@@ -10,9 +10,13 @@ Deno.test("describeEnvironmentError: filesystem errors become one sentence", () 
     describeEnvironmentError(full),
     "No space left on device: write 'r/summary.json'",
   );
-  const long = new Error("File name too long (os error 36): mkdir 'r/aaa'");
+  const long = Object.assign(new Error("File name too long (os error 36): mkdir 'r/aaa'"), {
+    code: "ENAMETOOLONG",
+  });
   assert.equal(describeEnvironmentError(long), "File name too long: mkdir 'r/aaa'");
-  const readOnly = new Error("Read-only file system (os error 30): open 'r/x'");
+  const readOnly = Object.assign(new Error("Read-only file system (os error 30): open 'r/x'"), {
+    code: "EROFS",
+  });
   assert.match(describeEnvironmentError(readOnly)!, /read-only.*open 'r\/x'/i);
   const denied = new Deno.errors.PermissionDenied("Permission denied (os error 13): open 'x'");
   assert.equal(describeEnvironmentError(denied), "Permission denied: open 'x'");
