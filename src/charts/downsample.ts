@@ -6,8 +6,10 @@
  * @module
  */
 
-/** Default display budget per series (experiment `charts.max_points`). */
-export const DEFAULT_MAX_POINTS = 2000;
+import { CHART_DEFAULTS } from "../types/defaults.ts";
+
+/** Default display budget per series (experiment `charts.max_points`, default in one place). */
+export const DEFAULT_MAX_POINTS: number = CHART_DEFAULTS.max_points;
 
 /**
  * Indices of the points to draw from a series of `values` (in step order).

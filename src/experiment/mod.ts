@@ -14,7 +14,7 @@
  */
 
 export * from "./schema.ts";
-export * from "./defaults.ts";
+export * from "../types/defaults.ts";
 export * from "./validation_errors.ts";
 export * from "./load.ts";
 export * from "./overrides.ts";

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "./defaults.ts";
+import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
 import { isAbsolute, join, resolve } from "node:path";
 import { argText, type PresetDescriptor, presetNamed, topologyArgs } from "../presets/mod.ts";
 import type {

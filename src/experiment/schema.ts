@@ -16,7 +16,7 @@ import {
   DEFAULT_METRIC,
   DRIFT_DEFAULTS,
   TOLERANCE_DEFAULTS,
-} from "./defaults.ts";
+} from "../types/defaults.ts";
 
 const positiveInt = z.int("expected a positive integer").positive("expected a positive integer");
 const nonNegativeInt = z.int("expected a non-negative integer")

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
-import { DRIFT_DEFAULTS } from "../experiment/defaults.ts";
+import { DRIFT_DEFAULTS } from "../types/defaults.ts";
 import { compareDrift, medianStepChange, ulp32 } from "./drift.ts";
 import { driftOptions } from "./evaluate.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { jsonl, withTempDir } from "../../test/_testing/metrics_fixtures.ts";
-import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../experiment/defaults.ts";
+import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
 import { evaluateRun } from "./evaluate.ts";
 import { lossesCsv } from "./losses_csv.ts";
 import type { EvaluationInput, PhaseEvidence } from "./types.ts";

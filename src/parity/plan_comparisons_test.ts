@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../experiment/defaults.ts";
+import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
 import { planComparisons } from "./plan_comparisons.ts";
 import type { EvaluationInput, PhaseEvidence } from "./types.ts";
 

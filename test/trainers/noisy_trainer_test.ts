@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { withTempDir } from "../_testing/metrics_fixtures.ts";
 import { evaluateRun } from "../../src/parity/evaluate.ts";
 import type { PhaseEvidence } from "../../src/parity/types.ts";
-import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../../src/experiment/defaults.ts";
+import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../../src/types/defaults.ts";
 
 /** The judge settings of a run that sets none. */
 const SETTINGS = { tolerance: TOLERANCE_DEFAULTS, drift: DRIFT_DEFAULTS };

@@ -1,6 +1,7 @@
 /**
- * Every default of how a run is judged and drawn, in one place beside the schema: the schema's
- * `.default()`s and descriptions read these, and {@link resolvePlan} fills the resolved plan's
+ * Every default of how a run is judged and drawn, in one place (the lowest layer, so the experiment
+ * schema, `parity compare` and the readers of older run folders share it): the schema's
+ * `.default()`s and descriptions read these, and `resolvePlan` (src/experiment) fills the resolved plan's
  * all-required judge and chart settings from them. Nothing downstream of the plan has a default
  * of its own.
  *
