@@ -70,19 +70,57 @@ function abstractArgv(argv: string[]): string[] {
   return argv.map((a) => a === Deno.execPath() ? "<deno>" : a.replaceAll(PROJECT_DIR, "<project>"));
 }
 
-async function hashTree(path: string, into: string[]): Promise<void> {
-  const info = await Deno.stat(path);
-  if (info.isFile) {
-    into.push(`${path}:${await sha256Hex(await Deno.readFile(path))}`);
-    return;
+/** Files and folders read at once while code inputs are digested (well under any fd limit). */
+const DIGEST_READS = 16;
+
+/** Runs tasks at most `limit` at a time. */
+function readSlots(limit: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async (task) => {
+    while (active >= limit) await new Promise<void>((wake) => waiting.push(wake));
+    active++;
+    try {
+      return await task();
+    } finally {
+      active--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/**
+ * `path:sha256` of a file, or of every file under a folder in sorted order, and whether the walk
+ * completed: an entry that cannot be read ends it there, as a sequential walk would. Entries are
+ * read {@link DIGEST_READS} at a time, so the reads overlap.
+ */
+async function hashTree(
+  path: string,
+  slot: ReturnType<typeof readSlots>,
+): Promise<{ parts: string[]; complete: boolean }> {
+  try {
+    const listed = await slot(async () => {
+      const info = await Deno.stat(path);
+      if (info.isFile) return `${path}:${await sha256Hex(await Deno.readFile(path))}`;
+      const names: string[] = [];
+      for await (const e of Deno.readDir(path)) {
+        if (e.name === "node_modules" || e.name.startsWith(".")) continue;
+        if (e.isFile && /_test\.ts$/.test(e.name)) continue; // tests do not change a trainer's output
+        names.push(e.name);
+      }
+      return names.sort();
+    });
+    if (typeof listed === "string") return { parts: [listed], complete: true };
+    const parts: string[] = [];
+    const subs = await Promise.all(listed.map((name) => hashTree(join(path, name), slot)));
+    for (const sub of subs) {
+      parts.push(...sub.parts);
+      if (!sub.complete) return { parts, complete: false };
+    }
+    return { parts, complete: true };
+  } catch {
+    return { parts: [], complete: false };
   }
-  const names: string[] = [];
-  for await (const e of Deno.readDir(path)) {
-    if (e.name === "node_modules" || e.name.startsWith(".")) continue;
-    if (e.isFile && /_test\.ts$/.test(e.name)) continue; // tests do not change a trainer's output
-    names.push(e.name);
-  }
-  for (const name of names.sort()) await hashTree(join(path, name), into);
 }
 
 /**
@@ -115,15 +153,30 @@ export async function codeInputsDigest(
       continue;
     }
     const path = resolve(baseDir, expandEnv(input, env));
-    const found: string[] = [];
-    try {
-      await hashTree(path, found);
-    } catch {
-      found.push(`${path}:missing`);
-    }
+    const tree = await hashTree(path, readSlots(DIGEST_READS));
+    const found = tree.complete ? tree.parts : [...tree.parts, `${path}:missing`];
     parts.push(...found.map((f) => f.replace(path, input)));
   }
   return await sha256Hex(parts.join("\n"));
+}
+
+/** Code-input digests by input set, shared by the cache keys and the manifest of one run. */
+export type CodeDigests = Map<string, Promise<string>>;
+
+/**
+ * {@linkcode codeInputsDigest} of `inputs`, computed once per `digests`: a preset's trainer,
+ * converter and planner share their code, and the keys and the manifest both need it.
+ */
+export function sharedCodeDigest(
+  digests: CodeDigests,
+  inputs: readonly string[],
+  baseDir: string,
+  env: Record<string, string>,
+): Promise<string> {
+  const id = inputs.join("\0");
+  let digest = digests.get(id);
+  if (!digest) digests.set(id, digest = codeInputsDigest(inputs, baseDir, env));
+  return digest;
 }
 
 /** The cache key of a phase: its keyed command, metrics reader, producers' keys and code. */

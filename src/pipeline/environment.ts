@@ -10,7 +10,7 @@
 import { basename, dirname, join, resolve } from "node:path";
 import { redactEnv } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
-import { codeInputsDigest } from "./cache.ts";
+import { type CodeDigests, sharedCodeDigest } from "./cache.ts";
 import { expandEnv } from "./expand_env.ts";
 import { sha256Hex } from "./sha256.ts";
 
@@ -156,13 +156,15 @@ export function referencedVariables(text: string): string[] {
 
 /**
  * Collects the facts of a run about to execute `phases`. `experimentText` is the resolved
- * experiment, scanned for `${env.NAME}` references.
+ * experiment, scanned for `${env.NAME}` references; `digests` shares the code digests with the
+ * cache keys.
  */
 export async function collectEnvironment(
   phases: readonly PhaseSpec[],
   experimentText: string,
   baseDir: string,
   harnessEnv: Record<string, string>,
+  digests: CodeDigests = new Map(),
 ): Promise<EnvironmentFacts> {
   const frameworks: Record<string, string> = { deno: Deno.version.deno };
   const pythons = [...new Set(phases.map((p) => pythonOf(p.argv[0])).filter((p) => p !== null))];
@@ -181,7 +183,6 @@ export async function collectEnvironment(
   }
   const code: Record<string, ToolCode> = {};
   // A preset's tools share their inputs: digest each input set and probe each folder once.
-  const digests = new Map<string, Promise<string>>();
   const gits = new Map<string, Promise<CodeInputGit | null>>();
   for (const spec of phases) {
     if (code[spec.tool]) continue;
@@ -193,9 +194,8 @@ export async function collectEnvironment(
       const state = await gits.get(dir)!;
       if (state) git[input] = state;
     }
-    const id = spec.codeInputs.join("\0");
-    if (!digests.has(id)) digests.set(id, codeInputsDigest(spec.codeInputs, baseDir, harnessEnv));
-    code[spec.tool] = { inputs: [...spec.codeInputs], digest: await digests.get(id)!, git };
+    const digest = await sharedCodeDigest(digests, spec.codeInputs, baseDir, harnessEnv);
+    code[spec.tool] = { inputs: [...spec.codeInputs], digest, git };
   }
   const facts: EnvironmentFacts = {
     cpu_model: cpu,

@@ -16,15 +16,16 @@ import { checkpointRoots, missingArtifact, phaseOutputs } from "./artifacts.ts";
 import {
   type CacheHit,
   CHILD_PID_FILE,
-  codeInputsDigest,
+  type CodeDigests,
   findCachedPhase,
   phaseCacheKey,
+  sharedCodeDigest,
 } from "./cache.ts";
 import { type Manifest, recordChild } from "./manifest.ts";
 import { checkPlanFile } from "./plan_check.ts";
 import type { Progress } from "./run_progress.ts";
 import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
-import { writeJsonAtomic } from "./run_store.ts";
+import { writeJsonAtomic, writeJsonInTurn } from "./run_store.ts";
 import {
   attachEarlierJob,
   executionContext,
@@ -55,6 +56,11 @@ export interface PhaseState {
   summary?: PhaseSummary;
   /** Plan phases: the verifier's summary. */
   plan?: PlanSyncSummary;
+  /**
+   * A launched phase: writing its completion marker (checkpoint and output hashes, phase.json),
+   * which goes on while the next phase runs. The run awaits it before judging.
+   */
+  completion?: Promise<void>;
 }
 
 /** What every phase of one run shares. */
@@ -86,20 +92,19 @@ function round3(x: number): number {
 /**
  * Cache keys of every phase, in graph order (a consumer's key includes its producers'). Keys
  * never depend on where the run folder is, since the specs' keyed commands abstract its paths.
+ * `digests` lets the manifest reuse the code digests.
  */
 export async function computeKeys(
   specs: readonly PhaseSpec[],
   baseDir: string,
   harnessEnv: Record<string, string>,
+  digests: CodeDigests = new Map(),
 ): Promise<Map<string, string>> {
   const keys = new Map<string, string>();
-  // The trainer, converter and planner of a preset share their code: digest each input set once.
-  const digests = new Map<string, Promise<string>>();
   for (const spec of specs) {
-    const id = spec.codeInputs.join("\0");
-    if (!digests.has(id)) digests.set(id, codeInputsDigest(spec.codeInputs, baseDir, harnessEnv));
+    const digest = await sharedCodeDigest(digests, spec.codeInputs, baseDir, harnessEnv);
     const consumed = spec.consumes.map((name) => keys.get(name) ?? "");
-    keys.set(spec.name, await phaseCacheKey(spec, consumed, await digests.get(id)!));
+    keys.set(spec.name, await phaseCacheKey(spec, consumed, digest));
   }
   return keys;
 }
@@ -246,7 +251,9 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
   await Deno.mkdir(paths.dir, { recursive: true });
   state.present = true;
   recordChild(ctx.manifest, spec.name, spec.argv, spec.env, spec.cwd);
-  await writeJsonAtomic(ctx.manifestPath, ctx.manifest);
+  // Written while the child starts; phase.json waits for it, so no phase completes unrecorded.
+  const recorded = writeJsonInTurn(ctx.manifestPath, ctx.manifest);
+  recorded.catch(() => {}); // rethrown through state.completion
 
   const startedAt = new Date();
   // The checkpoint is hashed once the child is done: compile the hash meanwhile.
@@ -297,12 +304,8 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
       message = `plan rejected by the verifier: ${state.plan.error}`;
     }
   }
-  // Hashed before phase.json (the completion marker) is written: a kill meanwhile leaves an
-  // incomplete phase, never a checkpoint recorded without its hashes.
   const outputs = phaseOutputs(spec);
   const roots = status === "ok" ? checkpointRoots(spec.role, outputs) : [];
-  await warm;
-  const checkpointHashes = roots.length > 0 ? await hashCheckpoints(paths.dir, roots) : undefined;
   const summary: PhaseSummary = {
     ...baseSummary(state),
     status,
@@ -317,24 +320,45 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
     summary.log_tail = result.logTail;
   }
   state.summary = summary;
-  await writeJsonAtomic(join(paths.dir, "phase.json"), {
-    ...summary,
-    ...slurmSummary(result),
-    signal: result.signal,
-    started_at: startedAt.toISOString(),
-    finished_at: new Date().toISOString(),
-    argv: spec.argv,
-    cwd: spec.cwd,
-    topology: spec.topology,
-    outputs,
-    output_hashes: await hashPhaseOutputs(paths.dir, {
-      metrics: paths.metricsFile,
-      plan: paths.planOut,
-      state: paths.stateFile,
-    }),
-    ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
+  const job = slurmSummary(result);
+  const signal = result.signal;
+  // The phase has finished once its status is known; the hashing time is in checkpoint_hashes.
+  const finishedAt = new Date();
+  // The status is known, so the phases that consume this one may start: the completion marker
+  // is written meanwhile, after the producers' markers and the manifest that records the child.
+  state.completion = Promise.all([recorded, ...producerCompletions(state, ctx)]).then(async () => {
+    // Hashed before phase.json (the completion marker) is written: a kill meanwhile leaves an
+    // incomplete phase, never a checkpoint recorded without its hashes.
+    await warm;
+    const checkpointHashes = roots.length > 0 ? await hashCheckpoints(paths.dir, roots) : undefined;
+    await writeJsonAtomic(join(paths.dir, "phase.json"), {
+      ...summary,
+      ...job,
+      signal,
+      started_at: startedAt.toISOString(),
+      finished_at: finishedAt.toISOString(),
+      argv: spec.argv,
+      cwd: spec.cwd,
+      topology: spec.topology,
+      outputs,
+      output_hashes: await hashPhaseOutputs(paths.dir, {
+        metrics: paths.metricsFile,
+        plan: paths.planOut,
+        state: paths.stateFile,
+      }),
+      ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
+    });
   });
+  state.completion.catch(() => {}); // awaited by the scheduler before the run is judged
   progress.phaseEnd(spec.name, status, summary.wall_s, message);
+}
+
+/** The completion markers still being written by the phases `state` consumes. */
+function producerCompletions(state: PhaseState, ctx: PhaseContext): Promise<void>[] {
+  return state.spec.consumes.flatMap((name) => {
+    const completion = ctx.states.get(name)?.completion;
+    return completion ? [completion] : [];
+  });
 }
 
 function childStatus(status: string): "ok" | "failed" | "timeout" {

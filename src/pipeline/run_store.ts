@@ -49,6 +49,27 @@ export async function writeJsonAtomic(path: string, value: unknown): Promise<voi
   await writeTextAtomic(path, JSON.stringify(HARNESS_REDACTION.redactValue(value), null, 2) + "\n");
 }
 
+const queuedWrites = new Map<string, Promise<void>>();
+
+/**
+ * {@linkcode writeJsonAtomic} in call order per path: each write starts once the earlier ones
+ * to the same path have settled and serializes `value` as it is then, so a file updated while
+ * children start (the manifest) never ends up older than its last write. Callers need not
+ * wait for the write before going on; the promise rejects with its own write's error.
+ */
+export function writeJsonInTurn(path: string, value: unknown): Promise<void> {
+  const write = (queuedWrites.get(path) ?? Promise.resolve()).then(
+    () => writeJsonAtomic(path, value),
+    () => writeJsonAtomic(path, value),
+  );
+  const settled = write.then(() => {}, () => {});
+  queuedWrites.set(path, settled);
+  settled.then(() => {
+    if (queuedWrites.get(path) === settled) queuedWrites.delete(path);
+  });
+  return write;
+}
+
 /** Whether a path exists (following links); false for an undefined path. */
 export async function pathExists(path: string | undefined): Promise<boolean> {
   if (!path) return false;

@@ -22,14 +22,14 @@ import { HARNESS_REDACTION, interruption, writeTextAtomic } from "../process/mod
 import { appendHistory, renderRun } from "../report/mod.ts";
 import { describeEnvironmentError } from "./environment_error.ts";
 import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
-import { quarantineIncomplete } from "./cache.ts";
+import { type CodeDigests, quarantineIncomplete } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { removeStrayTemporaries } from "./stray_temporaries.ts";
 import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
 import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
-import { gitState, HARNESS_VERSION, newManifest } from "./manifest.ts";
+import { gitState, HARNESS_VERSION, type Manifest, newManifest } from "./manifest.ts";
 import { sha256Hex } from "./sha256.ts";
 import {
   computeKeys,
@@ -48,6 +48,7 @@ import {
   newRunId,
   updateLatest,
   writeJsonAtomic,
+  writeJsonInTurn,
 } from "./run_store.ts";
 import { EXIT_CODES, type RunSummary } from "../types/summary.ts";
 
@@ -128,9 +129,9 @@ async function runLocked(
   experimentDir: string,
 ): Promise<RunResult> {
   const started = new Date();
-  const git = gitState(); // two git processes: start them while the run folder is prepared
-  const resolvedYaml = toYaml(exp);
-  const runId = newRunId(started, resolvedYaml);
+  // Scanned for `${env.NAME}` and salts the run id; the YAML is only written, redacted, below.
+  const resolvedText = JSON.stringify(exp);
+  const runId = newRunId(started, resolvedText);
   const runDir = join(experimentDir, runId);
   assertInside(options.resultsDir, runDir);
   const plan = resolvePlan(exp, {
@@ -145,6 +146,10 @@ async function runLocked(
   const progress = options.progress;
 
   await Deno.mkdir(join(runDir, "phases"), { recursive: true });
+  // The code is digested while the run folder is prepared; the manifest reuses the digests.
+  const digests: CodeDigests = new Map();
+  const keysReady = computeKeys(plan.phases, options.baseDir, options.harnessEnv, digests);
+  keysReady.catch(() => {}); // awaited below
   for (const note of await quarantineIncomplete(experimentDir, runDir)) progress.note(note);
   for (const note of await removeStrayTemporaries(experimentDir, runDir)) progress.note(note);
   await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), writtenYaml);
@@ -156,19 +161,22 @@ async function runLocked(
       hashes[options.experimentFile] = await sha256Hex(await Deno.readFile(options.experimentFile));
     } catch { /* a --set-only run may have no file on disk */ }
   }
-  const { manifest, gitKnown } = newManifest(options.experimentFile, hashes, git);
+  const manifestPath = join(runDir, "manifest.json");
+  const unknownGit = Promise.withResolvers<Manifest["git"]>();
+  const { manifest, gitKnown } = newManifest(options.experimentFile, hashes, unknownGit.promise);
   manifest.base_dir = options.baseDir;
-  // Probing python, git and nvidia-smi takes a while: overlap it with the first phases.
+  await writeJsonAtomic(manifestPath, manifest);
+  const keys = await keysReady;
+  // Git, python and nvidia-smi are probed while the first phases run, not before.
+  unknownGit.resolve(gitState());
   const environment = collectEnvironment(
     plan.phases,
-    resolvedYaml,
+    resolvedText,
     options.baseDir,
     options.harnessEnv,
+    digests,
   ).then((facts) => (manifest.environment = facts));
-  const manifestPath = join(runDir, "manifest.json");
-  await writeJsonAtomic(manifestPath, manifest);
-
-  const keys = await computeKeys(plan.phases, options.baseDir, options.harnessEnv);
+  environment.catch(() => {}); // awaited after the phases
   const states = new Map<string, PhaseState>(plan.phases.map((spec) => [spec.name, {
     spec,
     status: "pending",
@@ -192,7 +200,9 @@ async function runLocked(
   const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
   await gitKnown;
   const facts = await environment;
-  await writeJsonAtomic(manifestPath, manifest);
+  // The final manifest is written while the evidence is judged.
+  const manifestWritten = writeJsonInTurn(manifestPath, manifest);
+  manifestWritten.catch(() => {}); // awaited below
 
   const judged = await summarizeRun(plan, [...states.values()], {
     runId,
@@ -203,6 +213,7 @@ async function runLocked(
       ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
       : undefined,
   });
+  await manifestWritten;
   const published = await publishRun(plan, judged, options, experimentDir);
   return { runDir, summary: published };
 }
@@ -242,6 +253,8 @@ async function schedulePhases(
     // With --only, a phase outside the selection is only looked up in the cache, never run, so
     // the selected phases are still compared with earlier results when there are any.
     await executePhase(state, ctx, selected);
+    // A completion marker that cannot be written (a full disk) stops the run like a failure.
+    state.completion?.catch(() => stopLaunching = true);
     const status = state.summary!.status;
     state.status = status;
     if (status === "ok") return;
@@ -269,6 +282,7 @@ async function schedulePhases(
     if (running.size === 0) break;
     await Promise.race(running);
   }
+  await Promise.all([...states.values()].map((s) => s.completion));
   const interrupted = interruption();
   for (const state of states.values()) {
     skip(

@@ -23,7 +23,13 @@ import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { ClusterRecord } from "./manifest.ts";
 import type { RetryDecision, RetryPolicy } from "./retry.ts";
 import type { PhaseContext, PhaseState } from "./phase_execution.ts";
-import { listRuns, pathExists, writeJsonAtomic } from "./run_store.ts";
+import {
+  listRuns,
+  pathExists,
+  readJsonIfExists,
+  writeJsonAtomic,
+  writeJsonInTurn,
+} from "./run_store.ts";
 import { hashPhaseOutputs } from "./output_hashes.ts";
 import { checkpointRoots, phaseOutputs } from "./artifacts.ts";
 import { hashCheckpoints } from "./checkpoint_hashes.ts";
@@ -95,7 +101,7 @@ export async function recordCluster(ctx: PhaseContext, phase: string, result: Ex
     restarts: job.restarts,
   };
   (ctx.manifest.clusters ??= {})[phase] = record;
-  await writeJsonAtomic(ctx.manifestPath, ctx.manifest);
+  await writeJsonInTurn(ctx.manifestPath, ctx.manifest);
 }
 
 /**

@@ -113,19 +113,29 @@ export async function runChild(spec: ChildSpec): Promise<ChildResult> {
     }
   }
   const tail = new LogTail();
-  const stdoutFile = await openLog(spec.stdoutPath);
-  let stderrFile: Deno.FsFile;
-  try {
-    stderrFile = await openLog(spec.stderrPath);
-  } catch (error) {
-    stdoutFile.close();
-    throw error;
+  // The logs are opened and the working directory checked at once: each is a round trip to the
+  // filesystem that delays the spawn.
+  const cwdFound = spec.cwd === undefined ? Promise.resolve(true) : isDirectory(spec.cwd);
+  const [stdoutOpened, stderrOpened] = await Promise.allSettled([
+    openLog(spec.stdoutPath),
+    openLog(spec.stderrPath),
+  ]);
+  if (stdoutOpened.status === "rejected" || stderrOpened.status === "rejected") {
+    for (const opened of [stdoutOpened, stderrOpened]) {
+      if (opened.status === "fulfilled") opened.value.close();
+    }
+    await cwdFound;
+    throw stdoutOpened.status === "rejected"
+      ? stdoutOpened.reason
+      : (stderrOpened as PromiseRejectedResult).reason;
   }
+  const stdoutFile = stdoutOpened.value;
+  const stderrFile = stderrOpened.value;
   // Resolved only once the logs are closed, so shutdown() callbacks see complete log files.
   let markDone!: () => void;
   const done = new Promise<void>((resolve) => markDone = resolve);
   try {
-    return await supervise(spec, graceMs, tail, stdoutFile, stderrFile, done);
+    return await supervise(spec, graceMs, tail, stdoutFile, stderrFile, done, cwdFound);
   } finally {
     stdoutFile.close();
     stderrFile.close();
@@ -140,6 +150,7 @@ async function supervise(
   stdoutFile: Deno.FsFile,
   stderrFile: Deno.FsFile,
   done: Promise<void>,
+  cwdFound: Promise<boolean>,
 ): Promise<ChildResult> {
   const executable = spec.argv[0];
   const notStarted = (status: ChildStatus, message: string): ChildResult => ({
@@ -152,7 +163,7 @@ async function supervise(
     logTail: "",
   });
 
-  if (spec.cwd !== undefined && !(await isDirectory(spec.cwd))) {
+  if (!(await cwdFound)) {
     return notStarted("failed", `working directory not found: ${spec.cwd}`);
   }
   // Checked synchronously right before spawn, so a shutdown cannot slip in between.
