@@ -10,12 +10,6 @@ import { PROJECT } from "./_testing/cli_harness.ts";
 
 const SRC = join(PROJECT, "src");
 
-/**
- * Circles another slice of issue 24 removes (the executor interface takes `PhaseContext` and
- * `PhaseState` out of `phase_execution.ts`); delete an entry once its circle is gone.
- */
-const PENDING: readonly string[][] = [["pipeline/phase_execution.ts", "pipeline/slurm_phase.ts"]];
-
 function isTestCode(path: string): boolean {
   return /_test\.ts$|(^|\/)_test|(^|\/)_testing|\/testdata\//.test(path);
 }
@@ -78,8 +72,7 @@ function circles(graph: Map<string, string[]>): string[][] {
 }
 
 Deno.test("no two modules of src/ import each other, directly or round a loop", async () => {
-  const pending = new Set(PENDING.map((c) => c.join(" ")));
-  assert.deepEqual(circles(await importGraph()).filter((c) => !pending.has(c.join(" "))), []);
+  assert.deepEqual(circles(await importGraph()), []);
 });
 
 Deno.test("the circle check finds a loop of three and a direct pair", () => {

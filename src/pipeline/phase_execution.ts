@@ -10,8 +10,9 @@ import { join } from "node:path";
 import { executorFor } from "../executors/registry.ts";
 import type { ExecutionResult } from "../executors/executor.ts";
 import { interruption } from "../process/mod.ts";
+import type { PhaseContext, PhaseState } from "./phase_state.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
-import type { PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
+import type { PhaseStatus, PhaseSummary } from "../types/summary.ts";
 import { checkpointRoots, missingArtifact, phaseOutputs } from "./artifacts.ts";
 import {
   type CacheHit,
@@ -21,9 +22,8 @@ import {
   phaseCacheKey,
   sharedCodeDigest,
 } from "./cache.ts";
-import { type Manifest, recordChild } from "./manifest.ts";
+import { recordChild } from "./manifest.ts";
 import { checkPlanFile } from "./plan_check.ts";
-import type { Progress } from "./run_progress.ts";
 import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
 import { writeJsonAtomic, writeJsonInTurn } from "./run_store.ts";
 import {
@@ -34,56 +34,7 @@ import {
   slurmSummary,
 } from "./slurm_phase.ts";
 import { hashPhaseOutputs, notReused } from "./output_hashes.ts";
-import {
-  type CheckpointVerifyMode,
-  hashCheckpoints,
-  warmCheckpointHasher,
-} from "./checkpoint_hashes.ts";
-
-/** Where a phase stands during a run. */
-export interface PhaseState {
-  /** Its resolved spec. */
-  spec: PhaseSpec;
-  /** Progress through the run. */
-  status: PhaseStatus | "pending" | "running";
-  /** Cache key, computed before anything runs. */
-  key: string;
-  /** Must run even when a cached result exists (`--force`). */
-  forced: boolean;
-  /** Ran or was reused, so its folder holds its outputs. */
-  present: boolean;
-  /** The summary entry, once ended. */
-  summary?: PhaseSummary;
-  /** Plan phases: the verifier's summary. */
-  plan?: PlanSyncSummary;
-  /**
-   * A launched phase: writing its completion marker (checkpoint and output hashes, phase.json),
-   * which goes on while the next phase runs. The run awaits it before judging.
-   */
-  completion?: Promise<void>;
-}
-
-/** What every phase of one run shares. */
-export interface PhaseContext {
-  /** `<results>/<experiment>`: where earlier runs are looked up. */
-  experimentDir: string;
-  /** This run's folder. */
-  runDir: string;
-  /** Folder relative code inputs resolve against. */
-  baseDir: string;
-  /** Environment for `$NAME` in `!command` code inputs. */
-  harnessEnv: Record<string, string>;
-  /** The run's manifest (children are recorded as they launch). */
-  manifest: Manifest;
-  /** Where it is written. */
-  manifestPath: string;
-  /** Progress sink. */
-  progress: Progress;
-  /** Every phase's state by name. */
-  states: Map<string, PhaseState>;
-  /** How reused checkpoints are checked (`full` with `--verify-checkpoints`). */
-  verifyCheckpoints: CheckpointVerifyMode;
-}
+import { hashCheckpoints, warmCheckpointHasher } from "./checkpoint_hashes.ts";
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;

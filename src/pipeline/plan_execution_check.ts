@@ -9,7 +9,7 @@
 
 import { comparePlanExecution, type ProcessStateDocument } from "../parity/plan_execution.ts";
 import type { PlanExecution, PlanSyncSummary } from "../types/summary.ts";
-import type { PhaseState } from "./phase_execution.ts";
+import type { PhaseState } from "./phase_state.ts";
 
 async function readState(path: string | undefined): Promise<ProcessStateDocument | string> {
   if (!path) return "it records no process state";

@@ -31,12 +31,8 @@ import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
 import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
 import { gitState, HARNESS_VERSION, type Manifest, newManifest } from "./manifest.ts";
 import { sha256Hex } from "./sha256.ts";
-import {
-  computeKeys,
-  executePhase,
-  type PhaseContext,
-  type PhaseState,
-} from "./phase_execution.ts";
+import { computeKeys, executePhase } from "./phase_execution.ts";
+import type { PhaseContext, PhaseState } from "./phase_state.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { attachPlanExecutions } from "./plan_execution_check.ts";
 import { acquireRunLock } from "./lock.ts";

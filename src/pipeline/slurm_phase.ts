@@ -22,14 +22,8 @@ import { schedulerVersion } from "../executors/slurm_cli.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { ClusterRecord } from "./manifest.ts";
 import type { RetryDecision, RetryPolicy } from "./retry.ts";
-import type { PhaseContext, PhaseState } from "./phase_execution.ts";
-import {
-  listRuns,
-  pathExists,
-  readJsonIfExists,
-  writeJsonAtomic,
-  writeJsonInTurn,
-} from "./run_store.ts";
+import type { PhaseContext, PhaseState } from "./phase_state.ts";
+import { listRuns, pathExists, writeJsonAtomic, writeJsonInTurn } from "./run_store.ts";
 import { hashPhaseOutputs } from "./output_hashes.ts";
 import { checkpointRoots, phaseOutputs } from "./artifacts.ts";
 import { hashCheckpoints } from "./checkpoint_hashes.ts";

@@ -6,16 +6,22 @@
  * @module
  */
 
-import type { ChartSettings, Diagnostic, PhaseRole } from "./summary.ts";
+import type { Diagnostic, PhaseRole } from "./summary.ts";
+import type {
+  ChartSettings,
+  CompareSpec,
+  DriftSpec,
+  Lane,
+  ToleranceSpec,
+} from "./judge_settings.ts";
+
+export type { CompareSpec, DriftSpec, Lane, ToleranceSpec } from "./judge_settings.ts";
 
 /** Which configured program runs a phase. */
 export type PhaseTool = "trainer" | "converter" | "planner" | "executor";
 
 /** How a training phase starts. */
 export type ResumeKind = "native" | "universal" | "plan";
-
-/** A comparison lane. */
-export type Lane = "exact" | "tolerance" | "drift";
 
 /** Metrics file formats the readers know. */
 export type MetricsFormat = "jsonl" | "deepspeed-csv" | "log" | "tensorboard";
@@ -162,36 +168,6 @@ export interface SlurmExecutorSpec {
 }
 
 /**
- * An explicit comparison from the experiment's `compare:`, defaults filled in: the output type of
- * `CompareSchema` (`src/experiment/schema.ts` checks at compile time that the two stay equal).
- */
-export interface CompareSpec {
-  /** Display name (default `a~b`). */
-  name?: string;
-  /** Reference phase. */
-  a: string;
-  /** Compared phase. */
-  b: string;
-  /** Metric. */
-  metric: string;
-  /** Lane. */
-  lane: Lane;
-  /** Steps compared. */
-  window?: { from: number; to: number };
-  /** Tolerance overrides. */
-  rtol?: number;
-  /** Tolerance overrides. */
-  atol?: number;
-  /** Tolerance overrides. */
-  max_failures?: number;
-}
-
-/** The experiment's tolerance lane defaults: fixed, or derived from the noise floor. */
-export type ToleranceSpec =
-  | { rtol: number; atol: number; max_failures: number }
-  | { auto: true; multiplier: number; floor: number; atol: number; max_failures: number };
-
-/**
  * What the judge needs besides the phases: every setting resolved (the experiment's, else the
  * defaults of `src/experiment/defaults.ts`), none optional. Persisted in summary.json as `judge`.
  */
@@ -212,20 +188,6 @@ export interface JudgeSpec {
   golden: boolean;
   /** Drift lane thresholds in force. */
   drift: DriftSpec;
-}
-
-/** The drift lane thresholds in force (`drift:`, docs/parity.md, "The drift lane"). */
-export interface DriftSpec {
-  /** Resumed steps judged tightly. */
-  early_steps: number;
-  /** Allowed early |b - a|, float32 ULPs of a. */
-  early_ulp: number;
-  /** Allowed later |b - a| over the median step-to-step change of a. */
-  envelope: number;
-  /** Blocks of the bias test. */
-  blocks: number;
-  /** Largest |t| of the block means. */
-  bias_t: number;
 }
 
 /** How the report draws the run (`charts:`); never used for judging. */

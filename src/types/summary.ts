@@ -6,7 +6,9 @@
  * @module
  */
 
-import type { CompareSpec, DriftSpec, ToleranceSpec } from "./phase_spec.ts";
+import type { ChartSettings, JudgeSettings } from "./judge_settings.ts";
+
+export type { ChartSettings, JudgeSettings } from "./judge_settings.ts";
 
 /** Outcome of a comparison, a check or a whole run. */
 export type Verdict = "PASS" | "FAIL" | "ABSTAIN" | "ERROR";
@@ -439,30 +441,6 @@ export interface RunSummary {
   judge?: JudgeSettings;
   /** How the report draws the run (absent in older summaries: the chart defaults). */
   charts?: ChartSettings;
-}
-
-/** The judge settings a run was judged with (`summary.json` `judge`), every default resolved. */
-export interface JudgeSettings {
-  /** Metrics compared by default. */
-  metrics: string[];
-  /** Explicit comparisons (replace the defaults when non-empty). */
-  compare: CompareSpec[];
-  /** Tolerance lane settings in force: fixed, or derived from the noise floor (`auto`). */
-  tolerance: ToleranceSpec;
-  /** Whether the experiment declared `tolerance:` (else the defaults are in force). */
-  tolerance_declared: boolean;
-  /** Whether the baseline was judged against its golden. */
-  golden: boolean;
-  /** Drift lane thresholds in force. */
-  drift: DriftSpec;
-}
-
-/** `summary.json` `charts`: the experiment's `charts:` block, defaults resolved. */
-export interface ChartSettings {
-  /** Log-scaled loss axes. */
-  log_scale: boolean;
-  /** Display downsampling: points per series at most. */
-  max_points: number;
 }
 
 /** Exit code of each verdict (README, "Exit codes"): the one table, kept in `exit_codes.ts`. */

@@ -1,0 +1,58 @@
+/**
+ * The state of a run's phases as the runner and the executors' pipeline side share it: where each
+ * phase stands, and what every phase of the run shares. Its own module so the phase launcher and
+ * the executor glue (`slurm_phase.ts`) both use it without importing each other.
+ *
+ * @module
+ */
+
+import type { PhaseSpec } from "../types/phase_spec.ts";
+import type { PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
+import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
+import type { Manifest } from "./manifest.ts";
+import type { Progress } from "./run_progress.ts";
+
+/** Where a phase stands during a run. */
+export interface PhaseState {
+  /** Its resolved spec. */
+  spec: PhaseSpec;
+  /** Progress through the run. */
+  status: PhaseStatus | "pending" | "running";
+  /** Cache key, computed before anything runs. */
+  key: string;
+  /** Must run even when a cached result exists (`--force`). */
+  forced: boolean;
+  /** Ran or was reused, so its folder holds its outputs. */
+  present: boolean;
+  /** The summary entry, once ended. */
+  summary?: PhaseSummary;
+  /** Plan phases: the verifier's summary. */
+  plan?: PlanSyncSummary;
+  /**
+   * A launched phase: writing its completion marker (checkpoint and output hashes, phase.json),
+   * which goes on while the next phase runs. The run awaits it before judging.
+   */
+  completion?: Promise<void>;
+}
+
+/** What every phase of one run shares. */
+export interface PhaseContext {
+  /** `<results>/<experiment>`: where earlier runs are looked up. */
+  experimentDir: string;
+  /** This run's folder. */
+  runDir: string;
+  /** Folder relative code inputs resolve against. */
+  baseDir: string;
+  /** Environment for `$NAME` in `!command` code inputs. */
+  harnessEnv: Record<string, string>;
+  /** The run's manifest (children are recorded as they launch). */
+  manifest: Manifest;
+  /** Where it is written. */
+  manifestPath: string;
+  /** Progress sink. */
+  progress: Progress;
+  /** Every phase's state by name. */
+  states: Map<string, PhaseState>;
+  /** How reused checkpoints are checked (`full` with `--verify-checkpoints`). */
+  verifyCheckpoints: CheckpointVerifyMode;
+}
