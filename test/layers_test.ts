@@ -1,7 +1,9 @@
 /**
  * The harness's layers, lowest first. A module may import only from its own folder and from the
  * folders its layer lists; the trainer (`src/reference`) sits on the far side of the process
- * contract, and no harness layer imports it. Test files and test helpers are exempt.
+ * contract, and no harness layer imports it. A folder with a `mod.ts` is entered only through it
+ * from other folders (its facade is its surface); a folder without one is imported file by file.
+ * Test files and test helpers are exempt.
  */
 
 import assert from "node:assert/strict";
@@ -75,3 +77,34 @@ Deno.test("no module imports from a higher layer or from the trainer", async () 
   }
   assert.deepEqual(problems, []);
 });
+
+Deno.test("a folder with a mod.ts is imported through it from every other folder", async () => {
+  const facades = new Set<string>();
+  for await (const entry of Deno.readDir(SRC)) {
+    if (entry.isDirectory && await exists(join(SRC, entry.name, "mod.ts"))) facades.add(entry.name);
+  }
+  const bypasses: string[] = [];
+  for await (const file of sources(SRC)) {
+    const rel = relative(SRC, file);
+    if (isTestCode(rel)) continue;
+    const folder = rel.includes("/") ? rel.split("/")[0] : null;
+    const text = await Deno.readTextFile(file);
+    for (const [, spec] of text.matchAll(/from\s+"(\.[^"]+)"/g)) {
+      const target = relative(SRC, resolve(dirname(file), spec));
+      const [to, ...rest] = target.split("/");
+      if (to === folder || !facades.has(to) || rest.join("/") === "mod.ts") continue;
+      bypasses.push(`src/${rel} imports src/${target}, not src/${to}/mod.ts`);
+    }
+  }
+  assert.ok(facades.size > 0, "no folder has a mod.ts: is SRC right?");
+  assert.deepEqual(bypasses, []);
+});
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

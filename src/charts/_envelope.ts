@@ -2,7 +2,7 @@
 // the tolerance lane's atol + rtol·|a|, the drift lane's early ULP limit and later envelope.
 // Exact lanes allow nothing (null: no line to draw).
 
-import { ulp32 } from "../parity/drift.ts";
+import { ulp32 } from "../parity/mod.ts";
 import { stat } from "../format/numbers.ts";
 import type { ComparisonSummary } from "../types/summary.ts";
 

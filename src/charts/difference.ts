@@ -11,7 +11,7 @@
  */
 
 import { count, exact, stat, ulps } from "../format/numbers.ts";
-import { ulpDistanceIn, type UlpUnit, ulpUnitOf } from "../parity/ulp.ts";
+import { ulpDistanceIn, type UlpUnit, ulpUnitOf } from "../parity/mod.ts";
 import type { DriftSummary } from "../types/summary.ts";
 import {
   decadeDomain,

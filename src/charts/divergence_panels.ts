@@ -7,7 +7,7 @@
  * @module
  */
 
-import { blamedPhases, culprits } from "../parity/culprit.ts";
+import { blamedPhases, culprits } from "../parity/mod.ts";
 import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
 import { alignDifference, type DifferenceRow, isIdentical } from "./difference.ts";
 import type { Series } from "./losses_table.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { culprits } from "../parity/culprit.ts";
+import { culprits } from "../parity/mod.ts";
 import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
 import type { BandPoint } from "./downsample.ts";
 import { alignDifference, differenceSpec, isIdentical } from "./difference.ts";

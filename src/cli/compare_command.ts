@@ -7,7 +7,7 @@
  */
 
 import { Command, Option } from "commander";
-import type { MetricsFormat } from "../metrics/series.ts";
+import type { MetricsFormat } from "../metrics/mod.ts";
 import { DEFAULT_METRIC, TOLERANCE_DEFAULTS } from "../experiment/mod.ts";
 import { compareMetricsFiles, formatCompareTable } from "../parity/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";

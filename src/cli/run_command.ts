@@ -15,7 +15,7 @@ import {
   presetsUsed,
   readExperimentFile,
 } from "../experiment/mod.ts";
-import type { Experiment } from "../experiment/schema.ts";
+import type { Experiment } from "../experiment/mod.ts";
 import { consoleProgress } from "../pipeline/console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { checkResultsFolder } from "../pipeline/results_folder.ts";

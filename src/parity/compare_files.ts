@@ -5,8 +5,12 @@
  * @module
  */
 
-import { readMetrics } from "../metrics/read.ts";
-import type { MetricSeries, MetricsFormat, ReadOptions } from "../metrics/series.ts";
+import {
+  type MetricSeries,
+  type MetricsFormat,
+  readMetrics,
+  type ReadOptions,
+} from "../metrics/mod.ts";
 import { type ComparisonSummary, type Diagnostic, worstVerdict } from "../types/summary.ts";
 import { judgeSeries } from "./evaluate.ts";
 import { unionWindow } from "./lanes.ts";

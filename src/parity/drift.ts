@@ -20,7 +20,7 @@
  */
 
 import { ulps } from "../format/numbers.ts";
-import type { MetricSeries } from "../metrics/series.ts";
+import type { MetricSeries } from "../metrics/mod.ts";
 import type { DriftFailure, DriftSummary } from "../types/summary.ts";
 import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
 import { sortedHas } from "./_sorted.ts";

@@ -6,8 +6,7 @@
  * @module
  */
 
-import { readMetrics } from "../metrics/read.ts";
-import { type MetricSeries, READER_CODES } from "../metrics/series.ts";
+import { type MetricSeries, READER_CODES, readMetrics } from "../metrics/mod.ts";
 import {
   type ComparisonSummary,
   type Diagnostic,

@@ -15,7 +15,7 @@
  */
 
 import { ulps } from "../format/numbers.ts";
-import type { MetricSeries } from "../metrics/series.ts";
+import type { MetricSeries } from "../metrics/mod.ts";
 import type { ComparisonSummary } from "../types/summary.ts";
 import { ulpDistance32, ulpDistance64 } from "./ulp.ts";
 

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { MetricSeries } from "../metrics/series.ts";
+import type { MetricSeries } from "../metrics/mod.ts";
 
 /**
  * Renders `step,<phase>...` for `metric` (default `loss`): the `baseline` column first when

@@ -98,4 +98,13 @@ export {
   type CompareResult,
   formatCompareTable,
 } from "./compare_files.ts";
-export { isFloat32, ulpDistance32, ulpDistance64 } from "./ulp.ts";
+export {
+  isFloat32,
+  ulpDistance32,
+  ulpDistance64,
+  ulpDistanceIn,
+  type UlpUnit,
+  ulpUnitOf,
+} from "./ulp.ts";
+export { blamedPhases, type Culprit, culprits } from "./culprit.ts";
+export { comparePlanExecution, type ProcessStateDocument } from "./plan_execution.ts";

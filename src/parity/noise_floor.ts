@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { MetricSeries } from "../metrics/series.ts";
+import type { MetricSeries } from "../metrics/mod.ts";
 import type { Diagnostic, NoiseFloorSummary } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
 

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type MetricSeries, valueAt } from "../metrics/series.ts";
+import { type MetricSeries, valueAt } from "../metrics/mod.ts";
 import type { Diagnostic } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { findDigestEvent } from "./state_checks.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { EventRecord, MetricSeries } from "../metrics/series.ts";
+import type { EventRecord, MetricSeries } from "../metrics/mod.ts";
 import type { StateCheckSummary } from "../types/summary.ts";
 
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */

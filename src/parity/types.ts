@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { MetricSeries, MetricsFormat } from "../metrics/series.ts";
+import type { MetricSeries, MetricsFormat } from "../metrics/mod.ts";
 import type { CompareSpec, DriftSpec, LaneChoice, ToleranceSpec } from "../types/phase_spec.ts";
 import type {
   ComparisonSummary,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { comparePlanExecution, type ProcessStateDocument } from "../parity/plan_execution.ts";
+import { comparePlanExecution, type ProcessStateDocument } from "../parity/mod.ts";
 import type { PlanExecution, PlanSyncSummary } from "../types/summary.ts";
 import type { PhaseState } from "./phase_state.ts";
 

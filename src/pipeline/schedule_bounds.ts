@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { MetricSeries } from "../metrics/series.ts";
+import type { MetricSeries } from "../metrics/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { Diagnostic } from "../types/summary.ts";
 

@@ -13,7 +13,7 @@ import {
   type PlacementDescriptor,
   uniformPlacement,
   validatePlacement,
-} from "../affine/map.ts";
+} from "../affine/mod.ts";
 import { MODEL, type TrainOptions } from "./config.ts";
 import { TRAINER_EXIT_CODES, TrainerExitError, UsageError } from "./trainer_errors.ts";
 import { FAULT_NAMES, isFault } from "./faults.ts";

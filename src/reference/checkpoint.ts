@@ -21,7 +21,7 @@ import {
   type ParamAffineMap,
   type PlacementDescriptor,
   validatePlacement,
-} from "../affine/map.ts";
+} from "../affine/mod.ts";
 import { fromBf16Bits, roundToBf16Into, toBf16Bits } from "./bf16.ts";
 import { HYPER, MODEL, type ModelConfig, type Topology } from "./config.ts";
 import type { SamplerState } from "./data.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { PlacementDescriptor } from "../affine/map.ts";
+import type { PlacementDescriptor } from "../affine/mod.ts";
 
 /** Shape of the tiny MoE language model and its data. */
 export interface ModelConfig {

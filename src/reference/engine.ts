@@ -7,7 +7,7 @@
  * @module
  */
 
-import { evenSizes, extract, rebuild } from "../affine/map.ts";
+import { evenSizes, extract, rebuild } from "../affine/mod.ts";
 import { HYPER, type Hyper } from "./config.ts";
 import { type Dataset, Sampler } from "./data.ts";
 import type { Layout } from "./layout.ts";

@@ -18,7 +18,7 @@ import {
   replicatedMap,
   uniformPlacement,
   validatePlacement,
-} from "../affine/map.ts";
+} from "../affine/mod.ts";
 import type { ModelConfig, Topology } from "./config.ts";
 import { UsageError } from "./trainer_errors.ts";
 import { type ParamSpec, paramSpecs } from "./model.ts";

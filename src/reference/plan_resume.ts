@@ -10,10 +10,14 @@
  * @module
  */
 
-import { AffineError } from "../affine/affine_errors.ts";
-import { mapToDict } from "../affine/map.ts";
-import { type PlanFile, readPlanFile } from "../affine/plan_file.ts";
-import { executeSegments, verifyPlan } from "../affine/verify.ts";
+import {
+  AffineError,
+  executeSegments,
+  mapToDict,
+  type PlanFile,
+  readPlanFile,
+  verifyPlan,
+} from "../affine/mod.ts";
 import { describeTopology, readNative } from "./checkpoint.ts";
 import { CheckpointError, UsageError } from "./trainer_errors.ts";
 import { canonicalJson } from "./hash.ts";

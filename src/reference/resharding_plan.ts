@@ -13,12 +13,19 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { AffineError } from "../affine/affine_errors.ts";
-import type { MapPair } from "../affine/plan_transfers.ts";
-import { planTransfers } from "../affine/plan_transfers.ts";
-import { buildPlanFile, type PlanFile, readPlanFile, writePlanFile } from "../affine/plan_file.ts";
-import { getReplicaPolicy, REPLICA_POLICY_NAMES } from "../affine/policies.ts";
-import { type PlanVerdict, verifyPlan } from "../affine/verify.ts";
+import {
+  AffineError,
+  buildPlanFile,
+  getReplicaPolicy,
+  type MapPair,
+  type PlanFile,
+  planTransfers,
+  type PlanVerdict,
+  readPlanFile,
+  REPLICA_POLICY_NAMES,
+  verifyPlan,
+  writePlanFile,
+} from "../affine/mod.ts";
 import type { FlagSpec } from "./args.ts";
 import { readNativeMetadata } from "./checkpoint.ts";
 import { MODEL, type Topology } from "./config.ts";

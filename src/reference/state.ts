@@ -7,8 +7,7 @@
  * @module
  */
 
-import { extract, type ParamAffineMap, rebuild } from "../affine/map.ts";
-import { ReplicaConflictError } from "../affine/affine_errors.ts";
+import { extract, type ParamAffineMap, rebuild, ReplicaConflictError } from "../affine/mod.ts";
 import { roundToBf16Into } from "./bf16.ts";
 import { HYPER } from "./config.ts";
 import { freshSampler, type SamplerState } from "./data.ts";

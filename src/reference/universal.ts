@@ -22,8 +22,7 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { extract, numelOf, type ParamAffineMap, rebuild } from "../affine/map.ts";
-import { InvalidMapError } from "../affine/affine_errors.ts";
+import { extract, InvalidMapError, numelOf, type ParamAffineMap, rebuild } from "../affine/mod.ts";
 import { checkModel, type NativeMeta, readNative } from "./checkpoint.ts";
 import { HYPER, MODEL } from "./config.ts";
 import { CheckpointError, TrainerError } from "./trainer_errors.ts";

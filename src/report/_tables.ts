@@ -6,7 +6,7 @@ import type {
   PlanSyncSummary,
   Verdict,
 } from "../types/summary.ts";
-import { ulpDistanceIn } from "../parity/ulp.ts";
+import { type Culprit, culprits, ulpDistanceIn } from "../parity/mod.ts";
 import {
   bytes,
   comparisonUlp,
@@ -17,7 +17,6 @@ import {
   stat,
 } from "../format/numbers.ts";
 import { plannerText, secondOpinionText, verdictLabel } from "./_format.ts";
-import { type Culprit, culprits } from "../parity/culprit.ts";
 import type { LoadedRun } from "./load_run.ts";
 import type { PreviousRun } from "./history.ts";
 

@@ -9,7 +9,7 @@
  */
 
 import type { NamedChart } from "../charts/run_charts.ts";
-import { culprits } from "../parity/culprit.ts";
+import { culprits } from "../parity/mod.ts";
 import { escapeHtml } from "./_format.ts";
 import { badge, chartBlock, htmlPage } from "./_page.ts";
 import {

@@ -10,7 +10,7 @@
 
 import type { RunSummary } from "../types/summary.ts";
 import { comparisonUlp, comparisonUlpText, exact } from "../format/numbers.ts";
-import { blamedPhases } from "../parity/culprit.ts";
+import { blamedPhases } from "../parity/mod.ts";
 import { plannerText, secondOpinionText, stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
 

@@ -32,7 +32,7 @@ import {
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
 import type { ComparisonSummary, GoldenSummary, Verdict } from "../types/summary.ts";
-import { type Culprit, culprits } from "../parity/culprit.ts";
+import { type Culprit, culprits } from "../parity/mod.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */
 export function reportMarker(experiment: string): string {

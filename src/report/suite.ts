@@ -9,7 +9,7 @@
 
 import { relative } from "node:path";
 import { type RunSummary, VERDICT_RANK } from "../types/summary.ts";
-import { culprits } from "../parity/culprit.ts";
+import { culprits } from "../parity/mod.ts";
 import { duration } from "../format/numbers.ts";
 import { escapeHtml, verdictLabel } from "./_format.ts";
 import { renderJunit } from "./junit.ts";
