@@ -5,31 +5,15 @@
  */
 
 import assert from "node:assert/strict";
-import { dirname, join, relative, resolve } from "node:path";
-import { PROJECT } from "./_testing/cli_harness.ts";
-
-const SRC = join(PROJECT, "src");
-
-function isTestCode(path: string): boolean {
-  return /_test\.ts$|(^|\/)_test|(^|\/)_testing|\/testdata\//.test(path);
-}
-
-async function* sources(dir: string): AsyncGenerator<string> {
-  for await (const entry of Deno.readDir(dir)) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory) yield* sources(path);
-    else if (entry.name.endsWith(".ts")) yield path;
-  }
-}
+import { dirname, relative, resolve } from "node:path";
+import { harnessModules, isTestCode, SRC } from "./_testing/source_tree.ts";
 
 /** Module → the modules it imports statically (`import`, `import type`, `export … from`). */
 async function importGraph(): Promise<Map<string, string[]>> {
   const graph = new Map<string, string[]>();
-  for await (const file of sources(SRC)) {
-    const rel = relative(SRC, file);
-    if (isTestCode(rel)) continue;
+  for await (const { file, rel, text: source } of harnessModules()) {
     // Comments go first: a JSDoc example imports its own module.
-    const text = (await Deno.readTextFile(file)).replace(/\/\*[\s\S]*?\*\//g, "")
+    const text = source.replace(/\/\*[\s\S]*?\*\//g, "")
       .replace(/^\s*\/\/.*$/gm, "");
     const targets = new Set<string>();
     for (const [, spec] of text.matchAll(/(?:from|^import)\s+"(\.[^"]+)"/gm)) {

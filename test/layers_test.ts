@@ -8,9 +8,8 @@
 
 import assert from "node:assert/strict";
 import { dirname, join, relative, resolve } from "node:path";
-import { PROJECT } from "./_testing/cli_harness.ts";
-
-const SRC = join(PROJECT, "src");
+import { pathExists } from "../src/pipeline/run_store.ts";
+import { harnessModules, SRC } from "./_testing/source_tree.ts";
 
 /** What the pipeline may import: every layer below it. */
 const BELOW_PIPELINE = [
@@ -46,27 +45,11 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   reference: ["affine"],
 };
 
-function isTestCode(path: string): boolean {
-  return /_test\.ts$|(^|\/)_test|(^|\/)_testing|\/testdata\//.test(path);
-}
-
-async function* sources(dir: string): AsyncGenerator<string> {
-  for await (const entry of Deno.readDir(dir)) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory) yield* sources(path);
-    else if (entry.name.endsWith(".ts")) yield path;
-  }
-}
-
 Deno.test("no module imports from a higher layer or from the trainer", async () => {
   const problems: string[] = [];
-  for await (const file of sources(SRC)) {
-    const rel = relative(SRC, file);
-    if (isTestCode(rel)) continue;
-    const folder = rel.includes("/") ? rel.split("/")[0] : null;
+  for await (const { file, rel, folder, text } of harnessModules()) {
     const allowed = folder === null ? Object.keys(MAY_IMPORT) : MAY_IMPORT[folder];
     assert.ok(allowed, `src/${folder}/ has no layer in this test: add it to MAY_IMPORT`);
-    const text = await Deno.readTextFile(file);
     for (const [, spec] of text.matchAll(/from\s+"(\.[^"]+)"/g)) {
       const target = relative(SRC, resolve(dirname(file), spec));
       const to = target.split("/")[0];
@@ -81,14 +64,12 @@ Deno.test("no module imports from a higher layer or from the trainer", async () 
 Deno.test("a folder with a mod.ts is imported through it from every other folder", async () => {
   const facades = new Set<string>();
   for await (const entry of Deno.readDir(SRC)) {
-    if (entry.isDirectory && await exists(join(SRC, entry.name, "mod.ts"))) facades.add(entry.name);
+    if (entry.isDirectory && await pathExists(join(SRC, entry.name, "mod.ts"))) {
+      facades.add(entry.name);
+    }
   }
   const bypasses: string[] = [];
-  for await (const file of sources(SRC)) {
-    const rel = relative(SRC, file);
-    if (isTestCode(rel)) continue;
-    const folder = rel.includes("/") ? rel.split("/")[0] : null;
-    const text = await Deno.readTextFile(file);
+  for await (const { file, rel, folder, text } of harnessModules()) {
     for (const [, spec] of text.matchAll(/from\s+"(\.[^"]+)"/g)) {
       const target = relative(SRC, resolve(dirname(file), spec));
       const [to, ...rest] = target.split("/");
@@ -99,12 +80,3 @@ Deno.test("a folder with a mod.ts is imported through it from every other folder
   assert.ok(facades.size > 0, "no folder has a mod.ts: is SRC right?");
   assert.deepEqual(bypasses, []);
 });
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
