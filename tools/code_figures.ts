@@ -404,6 +404,13 @@ function _lineIndex(code: string): (offset: number) => number {
   };
 }
 
+/** How often `name` stands as a whole word in `source`'s code (comments and strings blanked). */
+function _usesIn(source: string, name: string): number {
+  const escaped = name.replace(/[$]/g, "\\$");
+  return [...maskSource(source).matchAll(new RegExp(`(?<![\\w$])${escaped}(?![\\w$])`, "g"))]
+    .length;
+}
+
 async function _sources(dir: string): Promise<string[]> {
   const out: string[] = [];
   for await (const entry of Deno.readDir(dir)) {
@@ -433,6 +440,8 @@ export async function codeFigures(checkout: string): Promise<string[]> {
   const dead = deadExports(files, join(src, "cli", "main.ts"));
   const facade = dead.filter((d) => d.file.endsWith("mod.ts"));
   const deadEvenForTests = deadExports(files, join(src, "cli", "main.ts"), tests);
+  const ownOnly = deadEvenForTests.filter((d) => !d.file.endsWith("mod.ts"));
+  const unused = ownOnly.filter((d) => _usesIn(files.get(d.file)!, d.name) === 1);
   const total = sizes.reduce((sum, s) => sum + s.lines, 0);
   return [
     `src/: ${files.size} non-test .ts files, ${total} lines`,
@@ -449,6 +458,9 @@ export async function codeFigures(checkout: string): Promise<string[]> {
     `dead exports (imported by no other non-test file): ${dead.length}` +
     ` (${facade.length} of them in mod.ts facades; ${deadEvenForTests.length} not imported by` +
     " src tests either)",
+    `exports no other file (tests included) imports, outside facades: ${ownOnly.length}`,
+    `unused exports (named only where declared: dead code): ${unused.length}` +
+    (unused.length > 0 ? ` (${unused.map((d) => `${rel(d.file)} ${d.name}`).join(", ")})` : ""),
   ];
 }
 
