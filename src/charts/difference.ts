@@ -12,6 +12,7 @@
 
 import { count, exact, stat, ulps } from "../format/numbers.ts";
 import { ulpDistanceIn, type UlpUnit, ulpUnitOf } from "../parity/mod.ts";
+import type { Lane } from "../types/judge_settings.ts";
 import type { DriftSummary } from "../types/summary.ts";
 import {
   decadeDomain,
@@ -50,7 +51,7 @@ export interface DifferenceInput {
   /** Metric compared. */
   metric: string;
   /** Lane: exact lanes get the ULP panel, the others log |b − a| with their envelope. */
-  lane: "exact" | "tolerance" | "drift";
+  lane: Lane;
   /** Series of `a`. */
   seriesA: Series;
   /** Series of `b`. */

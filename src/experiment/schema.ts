@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { PRESET_NAMES } from "../presets/mod.ts";
 import type { CompareSpec } from "../types/phase_spec.ts";
+import { LANES } from "../types/judge_settings.ts";
 import {
   AUTO_TOLERANCE_DEFAULTS,
   CHART_DEFAULTS,
@@ -180,7 +181,7 @@ export const ResumeSchema = z.object({
   from: z.enum(["native", "universal"]).describe("checkpoint kind to resume from"),
   args: TrainerArgsSchema.optional().describe("topology overrides for this resume"),
   env: envMap.optional().describe("extra environment for this resume"),
-  lane: z.enum(["exact", "tolerance", "drift"]).optional()
+  lane: z.enum(LANES).optional()
     .describe("lane against the baseline; default exact on the saved topology, else drift"),
   lane_reason: z.string().optional().describe("why `lane` is set (shown in the report)"),
   executor: ExecutorSchema.optional().describe("where this resume runs (overrides the trainer's)"),
@@ -232,7 +233,7 @@ export const CompareSchema = z.object({
   a: z.string().describe("reference phase").meta({ examples: ["baseline"] }),
   b: z.string().describe("compared phase").meta({ examples: ["resume-native"] }),
   metric: z.string().default(DEFAULT_METRIC),
-  lane: z.enum(["exact", "tolerance", "drift"]).default("exact"),
+  lane: z.enum(LANES).default("exact"),
   window: z.object({
     from: positiveInt.describe("first step"),
     to: positiveInt.describe("last step (<= schedule.steps)"),

@@ -5,7 +5,13 @@
  */
 
 import type { MetricSeries, MetricsFormat } from "../metrics/mod.ts";
-import type { CompareSpec, DriftSpec, LaneChoice, ToleranceSpec } from "../types/phase_spec.ts";
+import type {
+  CompareSpec,
+  DriftSpec,
+  Lane,
+  LaneChoice,
+  ToleranceSpec,
+} from "../types/phase_spec.ts";
 import type {
   ComparisonSummary,
   Diagnostic,
@@ -86,7 +92,7 @@ export interface PlannedComparison {
   /** Metric. */
   metric: string;
   /** Lane. */
-  lane: "exact" | "tolerance" | "drift";
+  lane: Lane;
   /** Window of steps both sides must have. */
   window: { from: number; to: number };
   /** Tolerance overrides of an explicit entry. */

@@ -6,8 +6,11 @@
  * @module
  */
 
+/** The comparison lanes (docs/parity.md, "Lanes"); the schema's `lane:` takes its names from here. */
+export const LANES = ["exact", "tolerance", "drift"] as const;
+
 /** A comparison lane. */
-export type Lane = "exact" | "tolerance" | "drift";
+export type Lane = typeof LANES[number];
 
 /**
  * An explicit comparison from the experiment's `compare:`, defaults filled in: the output type of

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ChartSettings, JudgeSettings } from "./judge_settings.ts";
+import type { ChartSettings, JudgeSettings, Lane } from "./judge_settings.ts";
 
 export type { ChartSettings, JudgeSettings } from "./judge_settings.ts";
 
@@ -70,7 +70,7 @@ export interface ComparisonSummary {
    * `exact` (bit equality), `tolerance` (rtol/atol with a failure budget) or `drift` (early
    * window, drift envelope and bias test: resumes on another topology).
    */
-  lane: "exact" | "tolerance" | "drift";
+  lane: Lane;
   /** Why this lane: declared in the file, or same/different declared topology. */
   lane_reason?: string;
   /** Verdict of this comparison. */
