@@ -37,7 +37,7 @@ ds_pin="$(grep -E '^deepspeed==' "$req")"
 [[ -n "$deepspeed" ]] && ds_pin="deepspeed==$deepspeed"
 ext_dir="$venv/torch_extensions"
 
-# DeepSpeed's JIT ops, built by torch with ninja + g++. torch runs `ninja` through PATH, at build
+# DeepSpeed's JIT ops, built by torch==2.13.0 with ninja + g++. It runs `ninja` through PATH, at build
 # time and again at every load of a cached op (ninja decides nothing is to be done), so the build
 # uses the very ninja the phases will find on PATH: the venv's pip ninja would write a .ninja_log
 # of a newer format, which the machine's ninja then rejects and rebuilds everything (seen here).
@@ -85,7 +85,7 @@ PARITY_CUDA=$cuda PARITY_DS="${ds_pin#deepspeed==}" "$venv/bin/python" - <<'PY'
 import os, torch, deepspeed, importlib.util
 assert torch.__version__.startswith("2.13.0"), torch.__version__
 if os.environ["PARITY_CUDA"] == "1":
-    assert torch.version.cuda, "--cuda: the installed torch is a CPU build"
+    assert torch.version.cuda, "--cuda: the installed torch==2.13.0 is a CPU build"
 else:
     assert not torch.version.cuda, f"a CUDA build was installed: {torch.version.cuda} (use --cuda on a GPU machine)"
 assert deepspeed.__version__ == os.environ["PARITY_DS"], deepspeed.__version__
