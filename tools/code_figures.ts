@@ -30,7 +30,7 @@ export interface FunctionLength {
   lines: number;
 }
 
-/** Test code, as `test/layers_test.ts` defines it: tests, test helpers and test data. */
+/** Test code: tests, test helpers and test data (the structure tests of `test/` exempt it too). */
 export function isTestCode(path: string): boolean {
   return /_test\.ts$|(^|\/)_test|(^|\/)_testing|\/testdata\//.test(path);
 }

@@ -127,7 +127,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
       metrics: exp.metrics,
       compare: exp.compare ?? [],
       tolerance: exp.tolerance ?? { ...TOLERANCE_DEFAULTS },
-      toleranceDeclared: exp.tolerance !== undefined,
+      tolerance_declared: exp.tolerance !== undefined,
       golden: exp.golden ?? false,
       drift: { ...DRIFT_DEFAULTS, ...exp.drift },
     },

@@ -107,11 +107,22 @@ export interface VerdictRule {
   verdicts: (evidence: RunEvidence) => Verdict[];
 }
 
+/** The metrics engine's sources and the verdicts each imposes (one rule each, shared below). */
+const METRICS_RULES: readonly {
+  source: string;
+  verdicts: (metrics: Omit<MetricsEvidence, "noise_floor">) => Verdict[];
+}[] = [
+  { source: "comparisons", verdicts: (m) => m.comparisons.map((c) => c.verdict) },
+  { source: "state checks", verdicts: (m) => stateCheckVerdicts(m.state_checks) },
+  { source: "diagnostics", verdicts: (m) => m.diagnostics.map(diagnosticVerdict) },
+];
+
 /** How each source of evidence moves the verdict. */
 export const VERDICT_RULES: readonly VerdictRule[] = [
-  { source: "comparisons", verdicts: (e) => e.metrics.comparisons.map((c) => c.verdict) },
-  { source: "state checks", verdicts: (e) => stateCheckVerdicts(e.metrics.state_checks) },
-  { source: "diagnostics", verdicts: (e) => e.metrics.diagnostics.map(diagnosticVerdict) },
+  ...METRICS_RULES.map(({ source, verdicts }) => ({
+    source,
+    verdicts: (e: RunEvidence) => verdicts(e.metrics),
+  })),
   { source: "plan execution", verdicts: (e) => e.planExecutions.map((x) => x.verdict) },
   { source: "schedule bounds", verdicts: (e) => e.scheduleBounds.length > 0 ? ["ERROR"] : [] },
   { source: "golden", verdicts: (e) => e.golden ? [e.golden.summary.verdict] : [] },
@@ -130,14 +141,10 @@ export const VERDICT_RULES: readonly VerdictRule[] = [
 
 /**
  * The verdict of the metrics engine's part alone (comparisons, state checks, diagnostics): what
- * {@link evaluateRun} reports, by the same rules as {@link judgeRun}.
+ * {@link evaluateRun} reports, by the very rules {@link judgeRun} applies to that part.
  */
 export function metricsVerdict(metrics: Omit<MetricsEvidence, "noise_floor">): Verdict {
-  return worstVerdict([
-    ...metrics.comparisons.map((c) => c.verdict),
-    ...stateCheckVerdicts(metrics.state_checks),
-    ...metrics.diagnostics.map(diagnosticVerdict),
-  ]);
+  return worstVerdict(METRICS_RULES.flatMap((rule) => rule.verdicts(metrics)));
 }
 
 /** Judges one run: the verdict, the records of summary.json and the root-cause card. */

@@ -21,7 +21,7 @@ import {
 import { HARNESS_REDACTION, interruption, writeTextAtomic } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import { describeEnvironmentError } from "./environment_error.ts";
-import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
+import type { JudgeSpec, PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 import { type CodeDigests, quarantineIncomplete } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { removeStrayTemporaries } from "./stray_temporaries.ts";
@@ -46,7 +46,7 @@ import {
   writeJsonAtomic,
   writeJsonInTurn,
 } from "./run_store.ts";
-import { EXIT_CODES, type RunSummary } from "../types/summary.ts";
+import { EXIT_CODES, type JudgeSettings, type RunSummary } from "../types/summary.ts";
 
 /** How to run an experiment. */
 export interface RunOptions {
@@ -340,17 +340,15 @@ async function summarizeRun(
     git_commit: run.gitCommit,
     ...(evidence.evidence.golden ? { golden: evidence.evidence.golden.summary } : {}),
     findings: judgement.findings,
-    judge: {
-      metrics: plan.judge.metrics,
-      compare: plan.judge.compare,
-      tolerance: plan.judge.tolerance,
-      tolerance_declared: plan.judge.toleranceDeclared,
-      golden: plan.judge.golden,
-      drift: plan.judge.drift,
-    },
+    judge: judgeSettings(plan.judge),
     charts: plan.charts,
   };
   return { summary, evidence: evidence.evidence, losses: evidence.losses };
+}
+
+/** The settings part of the plan's judge spec, as summary.json persists it (`judge`). */
+function judgeSettings({ steps: _steps, saveAt: _saveAt, ...settings }: JudgeSpec): JudgeSettings {
+  return settings;
 }
 
 /**
@@ -414,7 +412,7 @@ async function gatherEvidence(
       metrics: plan.judge.metrics,
       steps: plan.judge.steps,
       // An undeclared tolerance leaves a golden on other facts exact.
-      tolerance: plan.judge.toleranceDeclared ? plan.judge.tolerance : undefined,
+      tolerance: plan.judge.tolerance_declared ? plan.judge.tolerance : undefined,
     });
   }
   const evidence: RunEvidence = {

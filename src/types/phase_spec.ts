@@ -11,6 +11,7 @@ import type {
   ChartSettings,
   CompareSpec,
   DriftSpec,
+  JudgeSettings,
   Lane,
   ToleranceSpec,
 } from "./judge_settings.ts";
@@ -168,26 +169,15 @@ export interface SlurmExecutorSpec {
 }
 
 /**
- * What the judge needs besides the phases: every setting resolved (the experiment's, else the
- * defaults of `src/experiment/defaults.ts`), none optional. Persisted in summary.json as `judge`.
+ * What the judge needs besides the phases: the schedule and every judge setting resolved (the
+ * experiment's, else the defaults of `src/types/defaults.ts`), none optional. The settings part is
+ * persisted in summary.json as `judge`.
  */
-export interface JudgeSpec {
+export interface JudgeSpec extends JudgeSettings {
   /** Schedule length (optimizer steps). */
   steps: number;
   /** Optimizer step after which the split saves. */
   saveAt: number;
-  /** Metrics compared by default. */
-  metrics: string[];
-  /** Explicit comparisons (replace the defaults when non-empty). */
-  compare: CompareSpec[];
-  /** Tolerance lane settings in force. */
-  tolerance: ToleranceSpec;
-  /** Whether the file declared `tolerance:` (goldens fall back to exact when it did not). */
-  toleranceDeclared: boolean;
-  /** Judge the baseline against the golden stored for this environment (`golden: true`). */
-  golden: boolean;
-  /** Drift lane thresholds in force. */
-  drift: DriftSpec;
 }
 
 /** How the report draws the run (`charts:`); never used for judging. */

@@ -6,6 +6,7 @@
  */
 
 import { join, relative } from "node:path";
+import { isTestCode } from "../../tools/code_figures.ts";
 import { PROJECT } from "./cli_harness.ts";
 
 /** The `src/` folder of this checkout. */
@@ -23,10 +24,9 @@ export interface HarnessModule {
   text: string;
 }
 
-/** Test code: tests, test helpers and test data, which the structure rules exempt. */
-export function isTestCode(path: string): boolean {
-  return /_test\.ts$|(^|\/)_test|(^|\/)_testing|\/testdata\//.test(path);
-}
+/** Test code (tests, test helpers, test data), which the structure rules exempt: the one rule the
+ * code figures of CONTRIBUTING.md also count by. */
+export { isTestCode } from "../../tools/code_figures.ts";
 
 /** Every non-test module of `src/`. */
 export async function* harnessModules(dir: string = SRC): AsyncGenerator<HarnessModule> {
