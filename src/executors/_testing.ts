@@ -43,5 +43,6 @@ export function recordingContext(launchRecord: Record<string, unknown> = {}): Ex
       await Deno.writeTextFile(path, JSON.stringify(value));
     },
     note: (message) => notes.push(message),
+    started: () => {},
   };
 }

@@ -40,6 +40,11 @@ export interface ExecutionContext {
   writeJson(path: string, value: unknown): Promise<void>;
   /** One line for the console (a submission, a requeue). */
   note(message: string): void;
+  /**
+   * Called once the work is running (the child spawned, the job submitted): the pipeline does its
+   * bookkeeping then, so none of it delays the launch. Never called for work that did not start.
+   */
+  started(): void;
 }
 
 /** A Slurm job as last seen: the `slurm` part of a result (and of `phase.json`). */

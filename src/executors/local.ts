@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { runChild } from "../process/mod.ts";
 import type { LocalExecutorSpec, PhaseSpec } from "../types/phase_spec.ts";
 import {
+  type ExecutionContext,
   type ExecutionResult,
   type Executor,
   type ExecutorRegistration,
@@ -30,7 +31,7 @@ export function localExecutor(_settings: LocalExecutorSpec): Executor {
 /** The local executor's registration (`registry.ts`). */
 export const LOCAL_EXECUTOR: ExecutorRegistration<LocalExecutorSpec> = { create: localExecutor };
 
-async function runLocal(phase: PhaseSpec): Promise<ExecutionResult> {
+async function runLocal(phase: PhaseSpec, ctx: ExecutionContext): Promise<ExecutionResult> {
   const result = await runChild({
     argv: phase.argv,
     env: phase.env,
@@ -38,7 +39,13 @@ async function runLocal(phase: PhaseSpec): Promise<ExecutionResult> {
     timeoutMs: phase.timeoutS * 1000,
     ...phaseLogs(phase),
     // Lets a later run reap this group if the harness dies without stopping it.
-    onSpawn: (pid) => Deno.writeTextFileSync(join(phase.paths.dir, LOCAL_FILES.pid), `${pid}\n`),
+    onSpawn: (pid) => {
+      try {
+        Deno.writeTextFileSync(join(phase.paths.dir, LOCAL_FILES.pid), `${pid}\n`);
+      } finally {
+        ctx.started();
+      }
+    },
   });
   const { status, exitCode, signal, wallS, message, logTail } = result;
   // A local child's failures are its own: nothing here is flaky infrastructure.

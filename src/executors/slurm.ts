@@ -32,6 +32,7 @@ export function slurmExecutor(settings: SlurmExecutorSpec): Executor {
             submitted_at: new Date().toISOString(),
           });
           ctx.note(`${phase.name}: submitted Slurm job ${jobId}`);
+          ctx.started();
         },
       }),
     reattach: {

@@ -43,6 +43,8 @@ export interface PhaseEvidence {
   topology?: string;
   /** Resumes (required there): the lane against the baseline and why, from the resolved plan. */
   lane?: LaneChoice;
+  /** Its metrics as read ahead (while later phases ran); read from `metricsPath` when absent. */
+  series?: Promise<MetricSeries>;
 }
 
 /** Everything the engine needs to judge one run. */

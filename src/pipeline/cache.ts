@@ -16,7 +16,7 @@ import { canonicalJson } from "../experiment/mod.ts";
 import { PROJECT_DIR } from "../presets/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import { expandEnv } from "./expand_env.ts";
-import { sha256Hex } from "./sha256.ts";
+import { sha256Hex, sha256HexSync } from "./sha256.ts";
 import { type OutputHashes, outputsChanged } from "./output_hashes.ts";
 import {
   checkpointChanged,
@@ -70,57 +70,33 @@ function abstractArgv(argv: string[]): string[] {
   return argv.map((a) => a === Deno.execPath() ? "<deno>" : a.replaceAll(PROJECT_DIR, "<project>"));
 }
 
-/** Files and folders read at once while code inputs are digested (well under any fd limit). */
-const DIGEST_READS = 16;
-
-/** Runs tasks at most `limit` at a time. */
-function readSlots(limit: number): <T>(task: () => Promise<T>) => Promise<T> {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  return async (task) => {
-    while (active >= limit) await new Promise<void>((wake) => waiting.push(wake));
-    active++;
-    try {
-      return await task();
-    } finally {
-      active--;
-      waiting.shift()?.();
-    }
-  };
-}
-
 /**
  * `path:sha256` of a file, or of every file under a folder in sorted order, and whether the walk
- * completed: an entry that cannot be read ends it there, as a sequential walk would. Entries are
- * read {@link DIGEST_READS} at a time, so the reads overlap.
+ * completed: an entry that cannot be read ends it there. Read synchronously: nothing else can
+ * start before the cache keys are known, and a code folder's files are small, so a blocking walk
+ * takes a fraction of the time a round trip per file does.
  */
-async function hashTree(
-  path: string,
-  slot: ReturnType<typeof readSlots>,
-): Promise<{ parts: string[]; complete: boolean }> {
-  try {
-    const listed = await slot(async () => {
-      const info = await Deno.stat(path);
-      if (info.isFile) return `${path}:${await sha256Hex(await Deno.readFile(path))}`;
+function hashTree(path: string): { parts: string[]; complete: boolean } {
+  const parts: string[] = [];
+  const walk = (path: string): boolean => {
+    try {
+      if (Deno.statSync(path).isFile) {
+        parts.push(`${path}:${sha256HexSync(Deno.readFileSync(path))}`);
+        return true;
+      }
       const names: string[] = [];
-      for await (const e of Deno.readDir(path)) {
+      for (const e of Deno.readDirSync(path)) {
         if (e.name === "node_modules" || e.name.startsWith(".")) continue;
         if (e.isFile && /_test\.ts$/.test(e.name)) continue; // tests do not change a trainer's output
         names.push(e.name);
       }
-      return names.sort();
-    });
-    if (typeof listed === "string") return { parts: [listed], complete: true };
-    const parts: string[] = [];
-    const subs = await Promise.all(listed.map((name) => hashTree(join(path, name), slot)));
-    for (const sub of subs) {
-      parts.push(...sub.parts);
-      if (!sub.complete) return { parts, complete: false };
+      return names.sort().every((name) => walk(join(path, name)));
+    } catch {
+      return false;
     }
-    return { parts, complete: true };
-  } catch {
-    return { parts: [], complete: false };
-  }
+  };
+  const complete = walk(path);
+  return { parts, complete };
 }
 
 /**
@@ -153,7 +129,7 @@ export async function codeInputsDigest(
       continue;
     }
     const path = resolve(baseDir, expandEnv(input, env));
-    const tree = await hashTree(path, readSlots(DIGEST_READS));
+    const tree = hashTree(path);
     const found = tree.complete ? tree.parts : [...tree.parts, `${path}:missing`];
     parts.push(...found.map((f) => f.replace(path, input)));
   }
@@ -236,24 +212,24 @@ export async function checkpointProblem(
 const PRUNABLE = new Set(["split", "convert"]);
 
 /**
- * Finds the newest earlier completed phase with the same key among the experiment's runs,
- * preferring one whose artifacts are all there; a split or convert whose checkpoint was pruned
- * comes back marked `artifactsMissing` when no complete one exists. A phase folder without its
+ * Finds the newest earlier completed phase with the same key among the experiment's `runs` (run
+ * folders oldest first, as {@linkcode listRuns} gives them), preferring one whose artifacts are
+ * all there; a split or convert whose checkpoint was pruned comes back marked `artifactsMissing`
+ * when no complete one exists. A phase folder without its
  * completion marker (phase.json, written last) never matches, nor does one whose outputs or
  * checkpoint files no longer match the content hashes recorded at completion (checked as
  * `verify` says: {@linkcode checkpointChanged}); `onRejected` hears why.
  */
 export async function findCachedPhase(
-  experimentDir: string,
+  runs: readonly string[],
   phase: string,
   key: string,
   currentRunDir: string,
   onRejected?: (runDir: string, reason: string) => void,
   verify: CheckpointVerifyMode = "auto",
 ): Promise<CacheHit | undefined> {
-  const runs = (await listRuns(experimentDir)).reverse();
   let pruned: CacheHit | undefined;
-  for (const runDir of runs) {
+  for (const runDir of [...runs].reverse()) {
     if (resolve(runDir) === resolve(currentRunDir)) continue;
     const phaseDir = join(runDir, "phases", phase);
     let record: PhaseRecord | undefined;
@@ -290,18 +266,17 @@ export const CHILD_PID_FILE: string = LOCAL_FILES.pid;
 
 /**
  * Cleans up after a harness that died mid-phase (killed, crashed, rebooted): phase folders of
- * earlier runs without a completion marker have their child's process group reaped if it still
+ * `earlierRuns` (the experiment's run folders but the current one) without a completion marker have their child's process group reaped if it still
  * runs (identified by its `PARITY_RUN_DIR`), and are moved aside as `phases/<name>.incomplete`,
  * kept for diagnosis and never reused. Returns one note per action. Call only while holding the
  * experiment's lock, so no live run's phase is touched.
  */
 export async function quarantineIncomplete(
   experimentDir: string,
-  currentRunDir: string,
+  earlierRuns: readonly string[],
 ): Promise<string[]> {
   const moved: string[] = [];
-  for (const runDir of await listRuns(experimentDir)) {
-    if (resolve(runDir) === resolve(currentRunDir)) continue;
+  for (const runDir of earlierRuns) {
     const phasesDir = join(runDir, "phases");
     let entries: Deno.DirEntry[] = [];
     try {

@@ -4,7 +4,7 @@ import { ExperimentObjectSchema } from "../experiment/schema.ts";
 import { resolvePlan } from "../experiment/mod.ts";
 import { codeInputsDigest, findCachedPhase, phaseCacheKey } from "./cache.ts";
 import { hashPhaseOutputs } from "./output_hashes.ts";
-import { writeJsonAtomic } from "./run_store.ts";
+import { listRuns, writeJsonAtomic } from "./run_store.ts";
 
 const exp = (seed = 1, env: Record<string, string> = {}) =>
   ExperimentObjectSchema.parse({
@@ -83,15 +83,19 @@ Deno.test("findCachedPhase() reuses only completed phases with the same key and 
     await record("2", { status: "failed" });
     await record("3", { cache_key: "other" });
     await Deno.mkdir(join(run("4"), "phases", "baseline"), { recursive: true }); // no marker
-    const hit = await findCachedPhase(dir, "baseline", "K", run("5"));
+    const hit = await findCachedPhase(await listRuns(dir), "baseline", "K", run("5"));
     assert.equal(hit?.runDir, run("1"));
     assert.equal(
-      await findCachedPhase(dir, "baseline", "K", run("1")),
+      await findCachedPhase(await listRuns(dir), "baseline", "K", run("1")),
       undefined,
       "not from itself",
     );
     await Deno.remove(join(run("1"), "phases/baseline/metrics.jsonl"));
-    assert.equal(await findCachedPhase(dir, "baseline", "K", run("5")), undefined, "outputs gone");
+    assert.equal(
+      await findCachedPhase(await listRuns(dir), "baseline", "K", run("5")),
+      undefined,
+      "outputs gone",
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -118,9 +122,15 @@ Deno.test("findCachedPhase() reuses a phase only if its outputs match their reco
       });
     };
     const reasons: string[] = [];
-    const find = () => {
+    const find = async () => {
       reasons.length = 0;
-      return findCachedPhase(dir, "resume-native", "K", run("9"), (_, why) => reasons.push(why));
+      return findCachedPhase(
+        await listRuns(dir),
+        "resume-native",
+        "K",
+        run("9"),
+        (_, why) => reasons.push(why),
+      );
     };
 
     await write("1", "resume-native");

@@ -9,8 +9,10 @@
 import { join } from "node:path";
 import { executorFor } from "../executors/registry.ts";
 import type { ExecutionResult } from "../executors/executor.ts";
+import { readMetrics } from "../metrics/mod.ts";
 import { interruption } from "../process/mod.ts";
-import type { PhaseContext, PhaseState } from "./phase_state.ts";
+import type { LaunchHooks, PhaseContext, PhaseState } from "./phase_state.ts";
+import type { Follower } from "./run_progress.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { PhaseStatus, PhaseSummary } from "../types/summary.ts";
 import { checkpointRoots, missingArtifact, phaseOutputs } from "./artifacts.ts";
@@ -75,7 +77,7 @@ async function consumersCovered(
     const isSelected = selected.has(state.spec.name);
     if (state.forced && isSelected) return false;
     const hit = await findCachedPhase(
-      ctx.experimentDir,
+      ctx.earlierRuns,
       state.spec.name,
       state.key,
       ctx.runDir,
@@ -101,14 +103,15 @@ export async function executePhase(
   state: PhaseState,
   ctx: PhaseContext,
   selected: Set<string>,
+  hooks: LaunchHooks,
 ): Promise<void> {
   const { spec } = state;
   const cacheOnly = !selected.has(spec.name);
   // Work an earlier harness left running (a Slurm job) completes that run's phase: reused below.
-  if (!cacheOnly) await attachEarlierJob(state, ctx);
+  if (!cacheOnly) await attachEarlierJob(state, ctx, hooks.started);
   if (!state.forced || cacheOnly) {
     const hit = await findCachedPhase(
-      ctx.experimentDir,
+      ctx.earlierRuns,
       spec.name,
       state.key,
       ctx.runDir,
@@ -129,7 +132,7 @@ export async function executePhase(
     };
     return;
   }
-  await launchPhase(state, ctx);
+  await launchPhase(state, ctx, hooks);
 }
 
 function baseSummary(state: PhaseState): PhaseSummary {
@@ -195,31 +198,46 @@ async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): 
   );
 }
 
-async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> {
+async function launchPhase(
+  state: PhaseState,
+  ctx: PhaseContext,
+  hooks: LaunchHooks,
+): Promise<void> {
   const { spec } = state;
   const { paths } = spec;
   const progress = ctx.progress;
-  await Deno.mkdir(paths.dir, { recursive: true });
+  Deno.mkdirSync(paths.dir, { recursive: true }); // half an async round trip, before the spawn
   state.present = true;
-  recordChild(ctx.manifest, spec.name, spec.argv, spec.env, spec.cwd);
-  // Written while the child starts; phase.json waits for it, so no phase completes unrecorded.
-  const recorded = writeJsonInTurn(ctx.manifestPath, ctx.manifest);
-  recorded.catch(() => {}); // rethrown through state.completion
-
   const startedAt = new Date();
-  // The checkpoint is hashed once the child is done: compile the hash meanwhile.
-  const warm = spec.role === "split" || spec.role === "convert" ? warmCheckpointHasher() : null;
+  // Bookkeeping done once the first attempt runs (or, should it not start, right after it), so
+  // none of it delays the spawn: the manifest records the child (phase.json waits for that, so
+  // no phase completes unrecorded) and the checkpoint hasher compiles for after the child.
+  let recorded: Promise<void> | undefined;
+  let warm: Promise<void> | null = null;
+  const record = () => {
+    if (recorded) return;
+    recordChild(ctx.manifest, spec.name, spec.argv, spec.env, spec.cwd);
+    recorded = writeJsonInTurn(ctx.manifestPath, ctx.manifest);
+    recorded.catch(() => {}); // rethrown through state.completion
+    warm = spec.role === "split" || spec.role === "convert" ? warmCheckpointHasher() : null;
+  };
   const retries: { attempt: number; matched: string; message: string }[] = [];
   const executor = executorFor(spec.executor);
   let attempt = 1;
   let result: ExecutionResult;
   for (;;) {
     if (spec.target && paths.target) await writeJsonAtomic(paths.target, spec.target);
-    const follow = spec.tool === "trainer"
-      ? progress.followMetrics(spec.name, paths.metricsFile, spec.stopAt)
-      : progress.phaseStart(spec.name);
-    result = await executor.run(spec, executionContext(state, ctx));
-    await follow.stop();
+    let follow: Follower | undefined;
+    const started = () => {
+      hooks.started();
+      record();
+      follow ??= spec.tool === "trainer"
+        ? progress.followMetrics(spec.name, paths.metricsFile, spec.stopAt)
+        : progress.phaseStart(spec.name);
+    };
+    result = await executor.run(spec, executionContext(state, ctx, started));
+    started(); // a no-op unless the attempt never started
+    await follow!.stop();
     await recordCluster(ctx, spec.name, result);
     const status = childStatus(result.status);
     const decision = result.status === "interrupted"
@@ -249,6 +267,9 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
     }
   }
   if (status === "ok" && spec.role === "plan") {
+    // The plan is written: its slot goes to the next independent phase, which starts first.
+    hooks.released();
+    await ctx.gate.settled();
     state.plan = await checkPlanFile(spec.name, spec.policy!, paths.planOut!);
     if (!state.plan.verified) {
       status = "failed";
@@ -300,7 +321,12 @@ async function launchPhase(state: PhaseState, ctx: PhaseContext): Promise<void> 
       ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
     });
   });
-  state.completion.catch(() => {}); // awaited by the scheduler before the run is judged
+  state.completion.catch(() => {}); // awaited before the run is published
+  if (spec.metrics) {
+    const { path, ...reader } = spec.metrics;
+    state.metrics = ctx.gate.settled().then(() => readMetrics(path, reader));
+    state.metrics.catch(() => {}); // awaited by the judge
+  }
   progress.phaseEnd(spec.name, status, summary.wall_s, message);
 }
 

@@ -6,10 +6,12 @@
  * @module
  */
 
+import type { MetricSeries } from "../metrics/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import type { Manifest } from "./manifest.ts";
+import type { LaunchGate } from "./launch_gate.ts";
 import type { Progress } from "./run_progress.ts";
 
 /** Where a phase stands during a run. */
@@ -30,9 +32,11 @@ export interface PhaseState {
   plan?: PlanSyncSummary;
   /**
    * A launched phase: writing its completion marker (checkpoint and output hashes, phase.json),
-   * which goes on while the next phase runs. The run awaits it before judging.
+   * which goes on while the next phase runs. The run awaits it before publishing.
    */
   completion?: Promise<void>;
+  /** A launched phase's metrics, read while the next phases run (the judge reads them then). */
+  metrics?: Promise<MetricSeries>;
 }
 
 /** What every phase of one run shares. */
@@ -41,6 +45,11 @@ export interface PhaseContext {
   experimentDir: string;
   /** This run's folder. */
   runDir: string;
+  /**
+   * The experiment's earlier run folders, oldest first, listed once: the experiment's lock keeps
+   * any other harness from adding one during the run.
+   */
+  earlierRuns: readonly string[];
   /** Folder relative code inputs resolve against. */
   baseDir: string;
   /** Environment for `$NAME` in `!command` code inputs. */
@@ -55,4 +64,17 @@ export interface PhaseContext {
   states: Map<string, PhaseState>;
   /** How reused checkpoints are checked (`full` with `--verify-checkpoints`). */
   verifyCheckpoints: CheckpointVerifyMode;
+  /** Launches on their way to a running child: work that can wait waits for them. */
+  gate: LaunchGate;
+}
+
+/** What the scheduler hears from one launch besides its end. */
+export interface LaunchHooks {
+  /** Its work runs (or will not start): the harness may do work that can wait. */
+  started(): void;
+  /**
+   * Its child ended ok and only a check of its output is left (a plan's verification): its slot
+   * may go to the next independent phase meanwhile; its dependants still wait for its status.
+   */
+  released(): void;
 }

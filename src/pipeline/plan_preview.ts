@@ -12,7 +12,7 @@ import { redactEnv } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import { findCachedPhase } from "./cache.ts";
 import { computeKeys } from "./phase_execution.ts";
-import { experimentFolderName } from "./run_store.ts";
+import { experimentFolderName, listRuns } from "./run_store.ts";
 
 /** Stand-in for the run folder the next run will create (its id is only known then). */
 export const NEXT_RUN = "<next-run>";
@@ -71,9 +71,10 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
   const keys = await computeKeys(plan.phases, options.baseDir, options.harnessEnv);
   const local = (text: string) => text.replaceAll(runDir, "<run>");
   const phases: PhasePreview[] = [];
+  const runs = await listRuns(experimentDir);
   for (const spec of plan.phases) {
     const key = keys.get(spec.name)!;
-    const hit = await findCachedPhase(experimentDir, spec.name, key, runDir);
+    const hit = await findCachedPhase(runs, spec.name, key, runDir);
     phases.push({
       name: spec.name,
       role: spec.role,

@@ -35,12 +35,14 @@ import { computeKeys, executePhase } from "./phase_execution.ts";
 import type { PhaseContext, PhaseState } from "./phase_state.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { attachPlanExecutions } from "./plan_execution_check.ts";
+import { LaunchGate } from "./launch_gate.ts";
 import { acquireRunLock } from "./lock.ts";
 import type { Progress, RunCard } from "./run_progress.ts";
 import {
   assertInside,
   experimentFolderName,
   latestRunDir,
+  listRuns,
   newRunId,
   updateLatest,
   writeJsonAtomic,
@@ -136,7 +138,6 @@ async function runLocked(
     harnessEnv: options.harnessEnv,
   });
   learnRunSecrets(exp, plan.phases, options.harnessEnv);
-  const writtenYaml = toYaml(redactedExperiment(exp));
   const selected = selectPhases(plan.phases, options.only);
   const forced = forcedPhases(plan.phases, options.force);
   const progress = options.progress;
@@ -146,33 +147,15 @@ async function runLocked(
   const digests: CodeDigests = new Map();
   const keysReady = computeKeys(plan.phases, options.baseDir, options.harnessEnv, digests);
   keysReady.catch(() => {}); // awaited below
-  for (const note of await quarantineIncomplete(experimentDir, runDir)) progress.note(note);
-  for (const note of await removeStrayTemporaries(experimentDir, runDir)) progress.note(note);
-  await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), writtenYaml);
-  const hashes: Record<string, string> = {
-    "experiment.resolved.yaml": await sha256Hex(writtenYaml),
-  };
-  if (options.experimentFile) {
-    try {
-      hashes[options.experimentFile] = await sha256Hex(await Deno.readFile(options.experimentFile));
-    } catch { /* a --set-only run may have no file on disk */ }
-  }
+  const earlierRuns = (await listRuns(experimentDir)).filter((run) => run !== runDir);
+  for (const note of await quarantineIncomplete(experimentDir, earlierRuns)) progress.note(note);
+  for (const note of await removeStrayTemporaries(experimentDir, earlierRuns)) progress.note(note);
   const manifestPath = join(runDir, "manifest.json");
   const unknownGit = Promise.withResolvers<Manifest["git"]>();
+  const hashes: Record<string, string> = {};
   const { manifest, gitKnown } = newManifest(options.experimentFile, hashes, unknownGit.promise);
   manifest.base_dir = options.baseDir;
-  await writeJsonAtomic(manifestPath, manifest);
   const keys = await keysReady;
-  // Git, python and nvidia-smi are probed while the first phases run, not before.
-  unknownGit.resolve(gitState());
-  const environment = collectEnvironment(
-    plan.phases,
-    resolvedText,
-    options.baseDir,
-    options.harnessEnv,
-    digests,
-  ).then((facts) => (manifest.environment = facts));
-  environment.catch(() => {}); // awaited after the phases
   const states = new Map<string, PhaseState>(plan.phases.map((spec) => [spec.name, {
     spec,
     status: "pending",
@@ -183,6 +166,7 @@ async function runLocked(
   const ctx: PhaseContext = {
     experimentDir,
     runDir,
+    earlierRuns,
     baseDir: options.baseDir,
     harnessEnv: options.harnessEnv,
     manifest,
@@ -190,12 +174,30 @@ async function runLocked(
     progress,
     states,
     verifyCheckpoints: options.verifyCheckpoints ?? "auto",
+    gate: new LaunchGate(),
   };
   progress.runStart(exp.name, runDir, selected.size);
   for (const warning of plan.warnings) progress.note(`warning: ${warning.message}`);
+  // What only records the run (the redacted experiment, input hashes, git, python, nvidia-smi) is
+  // written and probed once the first children run, not before them.
+  const recorded = ctx.gate.settled().then(async () => {
+    unknownGit.resolve(gitState());
+    const environment = collectEnvironment(
+      plan.phases,
+      resolvedText,
+      options.baseDir,
+      options.harnessEnv,
+      digests,
+    ).then((facts) => (manifest.environment = facts));
+    environment.catch(() => {}); // awaited below
+    Object.assign(hashes, await writeResolvedExperiment(runDir, exp, options.experimentFile));
+    await writeJsonInTurn(manifestPath, manifest);
+    return await environment;
+  });
+  recorded.catch(() => {}); // awaited after the phases
   const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
+  const facts = await recorded;
   await gitKnown;
-  const facts = await environment;
   // The final manifest is written while the evidence is judged.
   const manifestWritten = writeJsonInTurn(manifestPath, manifest);
   manifestWritten.catch(() => {}); // awaited below
@@ -209,9 +211,31 @@ async function runLocked(
       ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
       : undefined,
   });
+  // The completion markers are written while the evidence is judged, which does not read them.
+  await Promise.all([...states.values()].map((s) => s.completion));
   await manifestWritten;
   const published = await publishRun(plan, judged, options, experimentDir);
   return { runDir, summary: published };
+}
+
+/**
+ * Writes the redacted `experiment.resolved.yaml` and returns the manifest's input hashes: it and
+ * the experiment file (when on disk).
+ */
+async function writeResolvedExperiment(
+  runDir: string,
+  exp: Experiment,
+  experimentFile: string | null,
+): Promise<Record<string, string>> {
+  const yaml = toYaml(redactedExperiment(exp));
+  await writeTextAtomic(join(runDir, "experiment.resolved.yaml"), yaml);
+  const hashes: Record<string, string> = { "experiment.resolved.yaml": await sha256Hex(yaml) };
+  if (experimentFile) {
+    try {
+      hashes[experimentFile] = await sha256Hex(await Deno.readFile(experimentFile));
+    } catch { /* a --set-only run may have no file on disk */ }
+  }
+  return hashes;
 }
 
 /**
@@ -243,12 +267,29 @@ async function schedulePhases(
   };
   let stopLaunching = false;
   const running = new Set<Promise<void>>();
+  // Phases holding a slot: a plan phase frees its own once its child is done, while it is verified.
+  const holding = new Set<string>();
+  let freed = Promise.withResolvers<void>();
   const parallel = Math.max(1, plan.parallel);
   const launch = async (state: PhaseState) => {
+    const name = state.spec.name;
     state.status = "running";
-    // With --only, a phase outside the selection is only looked up in the cache, never run, so
-    // the selected phases are still compared with earlier results when there are any.
-    await executePhase(state, ctx, selected);
+    holding.add(name);
+    ctx.gate.begin(name);
+    const hooks = {
+      started: () => ctx.gate.end(name),
+      released: () => {
+        if (holding.delete(name)) freed.resolve();
+      },
+    };
+    try {
+      // With --only, a phase outside the selection is only looked up in the cache, never run,
+      // so the selected phases are still compared with earlier results when there are any.
+      await executePhase(state, ctx, selected, hooks);
+    } finally {
+      ctx.gate.end(name);
+      holding.delete(name);
+    }
     // A completion marker that cannot be written (a full disk) stops the run like a failure.
     state.completion?.catch(() => stopLaunching = true);
     const status = state.summary!.status;
@@ -268,7 +309,7 @@ async function schedulePhases(
     if (interruption()) stopLaunching = true;
     if (!stopLaunching) {
       for (const state of states.values()) {
-        if (running.size >= parallel) break;
+        if (holding.size >= parallel) break;
         if (state.status !== "pending") continue;
         if (!state.spec.consumes.every((c) => states.get(c)!.status === "ok")) continue;
         const p: Promise<void> = launch(state).finally(() => running.delete(p));
@@ -276,9 +317,9 @@ async function schedulePhases(
       }
     }
     if (running.size === 0) break;
-    await Promise.race(running);
+    await Promise.race([freed.promise, ...running]);
+    freed = Promise.withResolvers();
   }
-  await Promise.all([...states.values()].map((s) => s.completion));
   const interrupted = interruption();
   for (const state of states.values()) {
     skip(
@@ -366,7 +407,7 @@ async function gatherEvidence(
 ): Promise<{ evidence: RunEvidence; losses: string }> {
   const phases: PhaseEvidence[] = states
     .filter((s) => s.spec.role !== "convert" && s.spec.role !== "plan" && s.spec.role !== "execute")
-    .map(({ spec, summary, present }) => ({
+    .map(({ spec, summary, present, metrics }) => ({
       name: spec.name,
       role: spec.role,
       status: summary!.status,
@@ -375,6 +416,7 @@ async function gatherEvidence(
       resumeKind: spec.resumeKind,
       topology: spec.topologyKey,
       lane: spec.lane,
+      ...(present && metrics ? { series: metrics } : {}),
     }));
   const split = plan.phases.find((s) => s.role === "split");
   const evaluation = await evaluateRun({

@@ -5,9 +5,17 @@
  * @module
  */
 
-/** SHA-256 of text or bytes, hex. */
-export async function sha256Hex(data: string | Uint8Array): Promise<string> {
-  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+import { createHash } from "node:crypto";
+
+/**
+ * SHA-256 of text or bytes, hex, computed in place by the runtime's native hasher: for the small
+ * inputs of the pipeline that is several times faster than a round trip through WebCrypto.
+ */
+export function sha256HexSync(data: string | Uint8Array): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** {@linkcode sha256HexSync} for callers that await it. */
+export function sha256Hex(data: string | Uint8Array): Promise<string> {
+  return Promise.resolve(sha256HexSync(data));
 }

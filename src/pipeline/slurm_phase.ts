@@ -46,7 +46,11 @@ export interface LaunchRecord {
 }
 
 /** The pipeline's side of an attempt on any executor: launch record, atomic writer, console. */
-export function executionContext(state: PhaseState, ctx: PhaseContext): ExecutionContext {
+export function executionContext(
+  state: PhaseState,
+  ctx: PhaseContext,
+  started: () => void,
+): ExecutionContext {
   const { spec } = state;
   const launchRecord: LaunchRecord = {
     phase: spec.name,
@@ -59,6 +63,7 @@ export function executionContext(state: PhaseState, ctx: PhaseContext): Executio
     launchRecord: { ...launchRecord },
     writeJson: writeJsonAtomic,
     note: (message) => ctx.progress.note(message),
+    started,
   };
 }
 
@@ -103,7 +108,11 @@ export async function recordCluster(ctx: PhaseContext, phase: string, result: Ex
  * died while its job was queued or running (see the module documentation). Returns whether it
  * attached; the caller's cache lookup then finds the completed phase.
  */
-export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Promise<boolean> {
+export async function attachEarlierJob(
+  state: PhaseState,
+  ctx: PhaseContext,
+  started: () => void,
+): Promise<boolean> {
   // --force: the phase runs again, so a job an earlier harness left is cancelled, not followed.
   const { spec } = state;
   const reattach = executorFor(spec.executor).reattach;
@@ -133,7 +142,8 @@ export async function attachEarlierJob(state: PhaseState, ctx: PhaseContext): Pr
     const follow = spec.tool === "trainer" && record.outputs.metrics
       ? ctx.progress.followMetrics(spec.name, record.outputs.metrics, spec.stopAt)
       : ctx.progress.phaseStart(spec.name);
-    const result = await reattach.attach(spec, launch, executionContext(state, ctx));
+    started(); // following the job may take hours: work that waits for launches goes on
+    const result = await reattach.attach(spec, launch, executionContext(state, ctx, started));
     await follow.stop();
     await recordCluster(ctx, spec.name, result);
     if (result.status === "interrupted") return false;

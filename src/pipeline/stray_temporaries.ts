@@ -8,25 +8,23 @@
  */
 
 import { join, relative } from "node:path";
-import { latestRunDir, listRuns } from "./run_store.ts";
+import { latestRunDir } from "./run_store.ts";
 
 /** `<anything>.<pid>.<n>.tmp` or `<anything>.<pid>.tmp`, as the harness names them. */
 const TEMPORARY = /\.(\d+)(?:\.[0-9a-z]+)?\.tmp$/;
 
 /**
  * Removes the harness's temporary files of dead writers from the experiment folder itself and
- * from every run folder not older than `latest` (an older run was finished, and cleaned, by the
- * run that became `latest` after it). Returns one note per removed file. Call while holding the
+ * from every one of `earlierRuns` (the run folders but the current one) not older than `latest`
+ * (an older run was finished, and cleaned, by the run that became `latest` after it). Returns one note per removed file. Call while holding the
  * experiment's lock.
  */
 export async function removeStrayTemporaries(
   experimentDir: string,
-  currentRunDir: string,
+  earlierRuns: readonly string[],
 ): Promise<string[]> {
-  const latest = await latestRunDir(experimentDir);
-  const runs = (await listRuns(experimentDir)).filter((run) =>
-    run !== currentRunDir && (latest === undefined || run >= latest)
-  );
+  const latest = earlierRuns.length > 0 ? await latestRunDir(experimentDir) : undefined;
+  const runs = earlierRuns.filter((run) => latest === undefined || run >= latest);
   const found: string[] = [];
   await collect(experimentDir, found, false);
   for (const run of runs) await collect(run, found, true);

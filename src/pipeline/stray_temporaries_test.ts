@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { listRuns } from "./run_store.ts";
 import { removeStrayTemporaries } from "./stray_temporaries.ts";
 
 async function deadPid(): Promise<number> {
@@ -31,7 +32,8 @@ Deno.test("removeStrayTemporaries() removes a dead writer's *.tmp files, keeps l
       current: join(current, `summary.json.${dead}.4.tmp`),
     };
     for (const path of Object.values(files)) await Deno.writeTextFile(path, "half");
-    const notes = await removeStrayTemporaries(dir, current);
+    const earlier = (await listRuns(dir)).filter((run) => run !== current);
+    const notes = await removeStrayTemporaries(dir, earlier);
     const left = async (path: string) => await Deno.stat(path).then(() => true, () => false);
     assert.equal(await left(files.phase), false);
     assert.equal(await left(files.report), false);

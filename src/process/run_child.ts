@@ -419,9 +419,16 @@ function lineEmitter(
 }
 
 async function openLog(path: string): Promise<Deno.FsFile> {
-  const slash = path.lastIndexOf("/");
-  if (slash > 0) await Deno.mkdir(path.slice(0, slash), { recursive: true });
-  return await Deno.open(path, { append: true, create: true });
+  const options = { append: true, create: true };
+  try {
+    return await Deno.open(path, options);
+  } catch (error) {
+    // Its folder is usually there already: made only when missing, saving a round trip a spawn.
+    const slash = path.lastIndexOf("/");
+    if (!(error instanceof Deno.errors.NotFound) || slash <= 0) throw error;
+    await Deno.mkdir(path.slice(0, slash), { recursive: true });
+    return await Deno.open(path, options);
+  }
 }
 
 async function isDirectory(path: string): Promise<boolean> {

@@ -21,10 +21,16 @@ let tmpSeq = 0;
  */
 export async function writeTextAtomic(path: string, text: string): Promise<void> {
   text = HARNESS_REDACTION.redactText(text);
-  await Deno.mkdir(dirname(path), { recursive: true });
   const tmp = `${path}.${Deno.pid}.${++tmpSeq}.tmp`;
   try {
-    await Deno.writeTextFile(tmp, text);
+    try {
+      await Deno.writeTextFile(tmp, text);
+    } catch (error) {
+      // The folder is nearly always there: made only when missing, a round trip saved a write.
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      await Deno.mkdir(dirname(path), { recursive: true });
+      await Deno.writeTextFile(tmp, text);
+    }
     await Deno.rename(tmp, path);
   } catch (error) {
     await Deno.remove(tmp).catch(() => {}); // a full disk must not leave half a file behind

@@ -7,14 +7,7 @@
  */
 
 import type { Diagnostic, PhaseRole } from "./summary.ts";
-import type {
-  ChartSettings,
-  CompareSpec,
-  DriftSpec,
-  JudgeSettings,
-  Lane,
-  ToleranceSpec,
-} from "./judge_settings.ts";
+import type { ChartSettings, JudgeSettings, Lane } from "./judge_settings.ts";
 
 export type { CompareSpec, DriftSpec, Lane, ToleranceSpec } from "./judge_settings.ts";
 
