@@ -4,10 +4,15 @@
  * (bash -eo pipefail, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, the step's `env:`), on a pull-request
  * event with a small suite and a stand-in `gh`. Steps that `uses:` an action are not run; what
  * they read (the JUnit file, the uploaded folders) is checked to exist.
+ *
+ * The steps run in a copy of the checkout (its tracked and untracked, not ignored files, the
+ * DeepSpeed venvs linked in), as `actions/checkout` would give them: the workflow's
+ * `deno install --frozen` syncs `node_modules` to deno.lock, which in the project itself would
+ * remove the test-only packages (deno.test.lock) under the browser tests running beside this one.
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parse } from "yaml";
 import {
   ACTIONLINT,
@@ -68,6 +73,29 @@ Deno.test({
   },
 });
 
+/** A copy of the checkout in `dir`, as `actions/checkout` gives a runner (venvs linked). */
+async function checkoutCopy(dir: string): Promise<void> {
+  const listed = await new Deno.Command("git", {
+    args: ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+    cwd: PROJECT,
+    stdout: "piped",
+  }).output();
+  assert.equal(listed.code, 0, "git ls-files in the project");
+  const files = new TextDecoder().decode(listed.stdout).split("\0").filter((f) => f !== "");
+  for (const file of files) {
+    const from = join(PROJECT, file);
+    const info = await Deno.lstat(from).catch(() => null);
+    if (!info?.isFile) continue; // deleted in the working tree, or a link git tracks
+    await Deno.mkdir(dirname(join(dir, file)), { recursive: true });
+    await Deno.copyFile(from, join(dir, file));
+  }
+  for await (const entry of Deno.readDir(PROJECT)) {
+    if (entry.name.startsWith(".venv-")) {
+      await Deno.symlink(join(PROJECT, entry.name), join(dir, entry.name));
+    }
+  }
+}
+
 /** Evaluates the `if:` conditions this workflow uses; anything else fails the test. */
 function condition(expr: string | undefined, outputs: Record<string, Record<string, string>>) {
   if (expr === undefined) return true;
@@ -83,7 +111,11 @@ function condition(expr: string | undefined, outputs: Record<string, Record<stri
 /** Resolves the `${{ }}` expressions this workflow puts in `env:`/`with:` values. */
 function expand(
   value: string,
-  context: { env: Record<string, string>; outputs: Record<string, Record<string, string>> },
+  context: {
+    env: Record<string, string>;
+    outputs: Record<string, Record<string, string>>;
+    workspace: string;
+  },
 ) {
   return value.replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_, e: string) => {
     const out = e.match(/^steps\.(\w+)\.outputs\.(\w+)$/);
@@ -94,7 +126,7 @@ function expand(
       "github.token": "test-token",
       "github.repository": "parity/harness",
       "github.event.pull_request.number": "25",
-      "github.workspace": PROJECT,
+      "github.workspace": context.workspace,
       "vars.PARITY_REPORT_BASE_URL": "",
     };
     if (e in known) return known[e];
@@ -107,6 +139,8 @@ Deno.test("the workflow's run steps work when run the same way locally", async (
   const steps: Step[] = workflow.jobs.parity.steps;
   const tmp = await Deno.makeTempDir({ prefix: "parity_workflow_" });
   try {
+    const workspace = join(tmp, "checkout");
+    await checkoutCopy(workspace);
     const bin = join(tmp, "bin");
     await Deno.mkdir(bin);
     await Deno.symlink(join(PROJECT, "test/programs/fake_gh.sh"), join(bin, "gh"));
@@ -118,8 +152,8 @@ Deno.test("the workflow's run steps work when run the same way locally", async (
         Object.entries(workflow.env as Record<string, string>).map(([k, v]) => [k, String(v)]),
       ),
       // A two-experiment suite: quick, and it still writes a suite index.
-      SUITE: `${join(PROJECT, "examples/python_trainer/experiment.yaml")} ${
-        join(PROJECT, "experiments/quickstart.yaml")
+      SUITE: `${join(workspace, "examples/python_trainer/experiment.yaml")} ${
+        join(workspace, "experiments/quickstart.yaml")
       }`,
       RESULTS: join(tmp, "results"),
       RUNNER_TEMP: tmp,
@@ -135,12 +169,12 @@ Deno.test("the workflow's run steps work when run the same way locally", async (
       if (!condition(step.if, outputs)) continue;
       if (step.uses) {
         if (step.uses.startsWith("mikepenz/action-junit-report")) {
-          const file = expand(step.with!.report_paths, { env, outputs });
+          const file = expand(step.with!.report_paths, { env, outputs, workspace });
           const junit = parseXml(await Deno.readTextFile(file));
           assert.equal(junit.name, "testsuites", `${file} is JUnit`);
         }
         if (step.uses.startsWith("actions/upload-artifact")) {
-          const first = expand(step.with!.path.split("\n")[0], { env, outputs });
+          const first = expand(step.with!.path.split("\n")[0], { env, outputs, workspace });
           const suites = [...Deno.readDirSync(join(tmp, "results"))].filter((e) =>
             e.name.startsWith("suite-")
           );
@@ -152,7 +186,7 @@ Deno.test("the workflow's run steps work when run the same way locally", async (
       const name = step.name ?? step.run!;
       if (
         /setup-deepspeed/.test(step.run!) && !IN_CI &&
-        !(await Deno.stat(join(PROJECT, ".venv-deepspeed/.parity-stamp")).catch(() => null))
+        !(await Deno.stat(join(workspace, ".venv-deepspeed/.parity-stamp")).catch(() => null))
       ) {
         console.log(
           `workflow step "${name}" not run: no .venv-deepspeed (deno task setup-deepspeed)`,
@@ -162,11 +196,13 @@ Deno.test("the workflow's run steps work when run the same way locally", async (
       const outputFile = join(tmp, `output-${ran.length}`);
       await Deno.writeTextFile(outputFile, "");
       const stepEnv = Object.fromEntries(
-        Object.entries(step.env ?? {}).map(([k, v]) => [k, expand(String(v), { env, outputs })]),
+        Object.entries(step.env ?? {}).map((
+          [k, v],
+        ) => [k, expand(String(v), { env, outputs, workspace })]),
       );
       const result = await new Deno.Command("bash", {
         args: ["--noprofile", "--norc", "-eo", "pipefail", "-c", step.run!],
-        cwd: PROJECT,
+        cwd: workspace,
         env: { ...env, ...stepEnv, GITHUB_OUTPUT: outputFile },
         stdout: "piped",
         stderr: "piped",
