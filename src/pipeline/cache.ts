@@ -23,7 +23,7 @@ import {
   type CheckpointHashes,
   type CheckpointVerifyMode,
 } from "./checkpoint_hashes.ts";
-import { listRuns, pathExists, readJsonIfExists } from "./run_store.ts";
+import { pathExists, readJsonIfExists } from "./run_store.ts";
 import type { PhaseSummary } from "../types/summary.ts";
 
 /** Bump when the meaning of a key changes, so old entries stop matching. */
@@ -213,7 +213,7 @@ const PRUNABLE = new Set(["split", "convert"]);
 
 /**
  * Finds the newest earlier completed phase with the same key among the experiment's `runs` (run
- * folders oldest first, as {@linkcode listRuns} gives them), preferring one whose artifacts are
+ * folders oldest first, as run_store.ts's `listRuns` gives them), preferring one whose artifacts are
  * all there; a split or convert whose checkpoint was pruned comes back marked `artifactsMissing`
  * when no complete one exists. A phase folder without its
  * completion marker (phase.json, written last) never matches, nor does one whose outputs or
