@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { PlanSyncSummary, RunSummary } from "../src/types/summary.ts";
 import {
+  failureContext,
   latestSummary,
   PROJECT,
   runExperiment,
@@ -71,8 +72,11 @@ Deno.test({
     const run = await runExperiment(file, results, ["plan_sync.policies=[first_holder]"]);
     assert.equal(run.code, 1, `ZeRO 3 must FAIL the suite\n${run.stderr.slice(-3000)}`);
     for (const stage of [1, 2]) {
-      const s = await latestSummary(results, `deepspeed-cpu-autoep@zero_stage=${stage}`);
-      assert.equal(s.verdict, "PASS", `ZeRO ${stage}: ${JSON.stringify(s.findings ?? [])}`);
+      const name = `deepspeed-cpu-autoep@zero_stage=${stage}`;
+      const s = await latestSummary(results, name);
+      if (s.verdict !== "PASS") {
+        assert.fail(`ZeRO ${stage}: ${await failureContext(results, name)}`);
+      }
       for (const name of ["baseline~resume-native", "baseline~resume-universal"]) {
         assert.equal(comparison(s, name).lane, "exact");
       }

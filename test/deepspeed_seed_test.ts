@@ -13,6 +13,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { RunSummary } from "../src/types/summary.ts";
 import {
+  failureContext,
   latestSummary,
   PROJECT,
   runExperiment,
@@ -86,9 +87,10 @@ Deno.test({
       "resume.universal-fixed=null",
       `compare=[${exact("resume-native")}, ${exact("resume-universal")}]`,
     ]);
-    assert.equal(cpuRun.code, 0, cpuRun.stderr.slice(-3000));
-    const cpu = await latestSummary(results, "deepspeed-seed-moonlight-tiny@optimizer=cpu_adam");
-    assert.equal(cpu.verdict, "PASS", JSON.stringify(cpu.findings ?? []));
+    const cpuName = "deepspeed-seed-moonlight-tiny@optimizer=cpu_adam";
+    if (cpuRun.code !== 0) assert.fail(await failureContext(results, cpuName));
+    const cpu = await latestSummary(results, cpuName);
+    assert.equal(cpu.verdict, "PASS");
     for (const name of ["baseline~resume-native", "baseline~resume-universal"]) {
       assert.equal(comparison(cpu, name).lane, "exact", name);
     }
@@ -104,8 +106,13 @@ Deno.test({
     assertVenv(venvs.main);
     const file = join(PROJECT, "experiments/deepspeed/cpu_adam_beta_power.yaml");
     const run = await runExperiment(file, results);
-    assert.equal(run.code, 1, `CPU-Adam's resume FAILs\n${run.stderr.slice(-3000)}`);
-    const s = await latestSummary(results, "deepspeed-cpu-adam-beta-power");
+    const name = "deepspeed-cpu-adam-beta-power";
+    if (run.code !== 1) {
+      assert.fail(
+        `CPU-Adam's resume FAILs, not ${run.code}\n${await failureContext(results, name)}`,
+      );
+    }
+    const s = await latestSummary(results, name);
     const native = comparison(s, "baseline~resume-native");
     assert.equal(native.verdict, "FAIL");
     assert.equal(native.lane, "exact");

@@ -19,6 +19,7 @@ import type {
   RunSummary,
 } from "../types/summary.ts";
 import { driftFailureText } from "./drift.ts";
+import { causeLines } from "./_child_tail.ts";
 
 /** The stable codes of {@link Finding}s. */
 export const CAUSE_CODES = {
@@ -503,26 +504,20 @@ function planExecutionFindings(plans: NonNullable<RunSummary["plan_sync"]>): Fin
 }
 
 function phaseFinding(phase: PhaseSummary): Finding {
-  const tail = (phase.log_tail ?? "").split("\n").filter((l) => l.trim() !== "").slice(-8);
+  const { lines, headline } = causeLines(phase.log_tail ?? "");
   const what = phase.status === "timeout" ? "timed out" : "failed";
   return {
     code: CAUSE_CODES.phaseFailed,
     verdict: "ERROR",
     phases: [phase.name],
     title: `phase ${phase.name} ${what}: ${phase.message ?? `exit code ${phase.exit_code}`}`,
-    headline: `phase ${phase.name} ${what}: ${lastLine(tail) ?? phase.message ?? ""}`.trim(),
+    headline: `phase ${phase.name} ${what}: ${headline ?? phase.message ?? ""}`.trim(),
     next: phase.status === "timeout"
       ? "Raise `trainer.timeout` or find where it hangs (the log tail's last line); completed " +
         "phases are reused by the next run."
       : "Read the log tail below (and phases/" + phase.name + "/stderr.log); fix and re-run — " +
         "completed phases are reused.",
-    log_tail: tail.join("\n"),
+    log_tail: lines.join("\n"),
     evidence: [],
   };
-}
-
-function lastLine(lines: string[]): string | null {
-  // The last line that looks like an error message, else the last line.
-  const error = [...lines].reverse().find((l) => /error|exception|failed|refus/i.test(l));
-  return (error ?? lines[lines.length - 1] ?? null)?.trim() ?? null;
 }

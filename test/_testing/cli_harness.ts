@@ -77,6 +77,34 @@ export async function latestSummary(results: string, experiment: string): Promis
   return JSON.parse(await Deno.readTextFile(join(results, experiment, "latest", "summary.json")));
 }
 
+/** Lines of a child's log that say what went wrong (a rank's abort, a Python traceback). */
+const ERROR_LINE = /error|exception|traceback|terminate called|what\(\)|abort|fatal|signal/i;
+
+/**
+ * What a test prints when a run's verdict is not the one expected: the findings, and for each
+ * phase that did not end ok the error lines of its logs. torchrun ends a failed launch with its
+ * own summary, so the tail alone hides the rank's message ("terminate called ...").
+ */
+export async function failureContext(results: string, experiment: string): Promise<string> {
+  let summary: RunSummary;
+  try {
+    summary = await latestSummary(results, experiment);
+  } catch {
+    return `${experiment}: no summary.json`;
+  }
+  const out = [JSON.stringify(summary.findings ?? [])];
+  for (const phase of summary.phases) {
+    if (phase.status === "ok" || phase.status === "skipped") continue;
+    for (const log of ["stderr.log", "stdout.log"]) {
+      const path = join(results, experiment, "latest", "phases", phase.name, log);
+      const text = await Deno.readTextFile(path).catch(() => "");
+      const lines = text.split("\n").filter((l) => ERROR_LINE.test(l)).slice(0, 40);
+      if (lines.length) out.push(`${phase.name}/${log}:`, ...lines);
+    }
+  }
+  return out.join("\n");
+}
+
 /** A `command` trainer entry running a fixture script with this Deno. */
 export function denoCommand(script: string, ...args: string[]): string[] {
   return [Deno.execPath(), "run", "-A", "--quiet", fixtureTrainer(script), ...args];
