@@ -27,6 +27,7 @@ export const CAUSE_CODES = {
   midAccumulation: "cause-save-mid-accumulation",
   lrSchedule: "cause-lr-schedule",
   stateNotRestored: "cause-state-not-restored",
+  stateOnly: "cause-state-only",
   converter: "cause-converter",
   plan: "cause-plan",
   planBytes: "cause-plan-bytes",
@@ -263,6 +264,7 @@ export const ROOT_CAUSE_RULES: readonly RootCauseRule[] = [
   },
   { name: "plan executions", find: (run) => planExecutionFindings(run.plan_sync ?? []) },
   { name: "divergence", find: (run, kinds) => divergenceFindings(run, kinds) },
+  { name: "state only", find: (run) => stateOnlyFindings(run) },
   { name: "noise floor", find: (run) => noiseFloorFindings(run) },
   { name: "no evidence", find: (run) => noEvidenceFindings(run) },
 ];
@@ -337,6 +339,43 @@ function divergenceFacts(
     diagnostic: (code) => run.diagnostics.find((d) => d.code === code),
     biased: failing.find((c) => c.lane === "drift" && c.drift?.failure?.test === "bias"),
   };
+}
+
+/**
+ * Resumes whose restored state differs from the saved one while none of their comparisons
+ * FAILs: the loss does not show it (yet), the state check alone fails the run. Resumes that name
+ * the same components share a card.
+ */
+function stateOnlyFindings(run: RootCauseInput): Finding[] {
+  const failing = new Set(
+    run.comparisons.filter((c) => c.verdict === "FAIL").flatMap((c) => [c.a, c.b]),
+  );
+  const groups = new Map<string, string[]>();
+  for (const check of run.state_checks) {
+    if (check.verdict !== "FAIL" || failing.has(check.phase)) continue;
+    const key = check.differing.join(", ");
+    groups.set(key, [...(groups.get(key) ?? []), check.phase]);
+  }
+  return [...groups].map(([names, phases]) => {
+    const who = phases.length === 1 ? phases[0] : `${phases.length} resumes (${phases.join(", ")})`;
+    const passing = run.comparisons.filter((c) => phases.includes(c.b) && c.verdict === "PASS");
+    const lanes = [...new Set(passing.map((c) => c.lane))].join(", ") || "no";
+    return {
+      code: CAUSE_CODES.stateOnly,
+      verdict: "FAIL",
+      phases,
+      state: names.split(", "),
+      headline: `state check of ${phases[0]} names ${names}; its losses pass`,
+      title: `${who}: the restored state differs from the saved one (${names}) while the ` +
+        `losses pass (${lanes} lane): a difference the loss does not show within the window.`,
+      next: `Restore ${names} on load as saved; the loss would show it later, or never on ` +
+        "this window (one parameter, a component only a later step reads).",
+      evidence: phases.map((p) => {
+        const check = run.state_checks.find((s) => s.phase === p)!;
+        return `${p}: ${check.reason ?? `differs: ${check.differing.join(", ")}`}`;
+      }),
+    } satisfies Finding;
+  });
 }
 
 /** The drift lane's broken test, in words, after a reshard card (empty for other lanes). */

@@ -263,3 +263,30 @@ Deno.test("findRootCauses() cause-plan-bytes: plans that differ from the reshard
   assert.match(found[1].headline ?? "", /expert 3/);
   assert.equal(findRootCauses({ ...input([]), plan_sync: [] }, KINDS).length, 0);
 });
+
+Deno.test("findRootCauses() cause-state-only: losses pass, restored state differs — a card of its own", () => {
+  const checks = (differing: Record<string, string[]>): StateCheckSummary[] =>
+    RESUMES.map((p) => ({
+      phase: p,
+      verdict: differing[p] ? "FAIL" : "PASS",
+      available: true,
+      differing: differing[p] ?? [],
+    }));
+  const moments = ["exp_avg", "exp_avg_sq"];
+  const states = checks({ "resume-reshard": moments, "resume-plan-balanced": moments });
+  const f = findRootCauses(input(RESUMES.map((p) => vs(p)), { states }), KINDS);
+  assert.equal(f.length, 1, "resumes naming the same components share one card");
+  assert.equal(f[0].code, "cause-state-only");
+  assert.equal(f[0].verdict, "FAIL");
+  assert.deepEqual(f[0].phases, ["resume-reshard", "resume-plan-balanced"]);
+  assert.deepEqual(f[0].state, moments);
+  assert.match(f[0].title, /losses pass \(drift lane\)/);
+  // A resume whose loss fails is the divergence card's; another component is another card.
+  const mixed = checks({ "resume-universal": ["rng"], "resume-native": ["param_groups"] });
+  const g = findRootCauses(
+    input([vs("resume-native"), vs("resume-universal", big)], { states: mixed }),
+    KINDS,
+  );
+  assert.deepEqual(g.map((x) => x.code), ["cause-converter", "cause-state-only"]);
+  assert.deepEqual(g[1].phases, ["resume-native"]);
+});
