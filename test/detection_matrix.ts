@@ -14,9 +14,9 @@ export interface Detection {
   comparison: string;
   /** First divergent step of that comparison. */
   step: number;
-  /** State component the restored-state check of `statePhase` must name, if any. */
+  /** State component the state check of `statePhase` must name, if any. */
   state?: string;
-  /** Resume phase whose state check names `state`. */
+  /** Phase whose state check names `state`: a resume's restore check, or `split`'s save check. */
   statePhase?: string;
   /** A diagnostic code the run must carry, if any. */
   diagnostic?: string;
@@ -91,8 +91,10 @@ export const DETECTION_MATRIX: Detection[] = [
     comparison: "baseline~resume-native",
     step: 21,
     diagnostic: "save-mid-accumulation",
-    note:
-      "saved inside an accumulation window: state checks pass, pre-flight and the loss catch it",
+    state: "sampler",
+    statePhase: "split",
+    note: "saved inside an accumulation window: loaded = saved, but the save check names the " +
+      "sampler and RNG one micro-batch ahead; pre-flight and the loss catch it too",
   },
   {
     fault: "converter-transpose",
@@ -115,10 +117,13 @@ export const DETECTION_MATRIX: Detection[] = [
   },
   {
     fault: "save-perturbs-rng",
-    cause: "cause-consumed-before-first-step",
+    cause: "cause-save-differs",
     comparison: "baseline~resume-native",
     step: 21,
-    note: "saving consumed RNG: loaded equals saved, only the loss comparison can catch it",
+    state: "rng",
+    statePhase: "split",
+    note: "saving consumed RNG: loaded = saved; the save check (saved vs the baseline at step " +
+      "20) names rng and the card blames the save",
   },
 ];
 

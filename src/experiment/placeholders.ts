@@ -18,6 +18,7 @@ export const COMMON_PLACEHOLDERS = [
   "steps",
   "stop_at",
   "save_at",
+  "digest_at",
   "seed",
   "checkpoint_dir",
   "resume_from",

@@ -263,6 +263,8 @@ function phaseVars(
     steps: String(exp.schedule.steps),
     stop_at: String(node.stopAt),
     save_at: node.saveAt !== undefined ? String(node.saveAt) : "",
+    // The baseline reports its state where the split saves: the save check's reference.
+    digest_at: node.role === "baseline" ? String(exp.schedule.save_at) : "",
     seed: String(exp.seed),
     checkpoint_dir: paths.checkpointDir ?? "",
     resume_from: paths.resumeFrom ?? "",
@@ -292,6 +294,7 @@ function parityEnv(vars: Record<string, string>): Record<string, string> {
     PARITY_STEPS: vars.steps,
     PARITY_STOP_AT: vars.stop_at,
     PARITY_SAVE_AT: vars.save_at,
+    PARITY_DIGEST_AT: vars.digest_at,
     PARITY_SEED: vars.seed,
     PARITY_CHECKPOINT_DIR: vars.checkpoint_dir,
     PARITY_RESUME_FROM: vars.resume_from,

@@ -24,7 +24,7 @@ import { deriveRtol, measureNoiseFloor } from "./noise_floor.ts";
 import { planComparisons } from "./plan_comparisons.ts";
 import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 import { looksRounded } from "./rounded.ts";
-import { checkRestoredState } from "./state_checks.ts";
+import { checkRestoredState, checkSavedState, findDigestEvent } from "./state_checks.ts";
 import type { Evaluation, EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
 import { firstAtLeast } from "./_sorted.ts";
 
@@ -167,6 +167,24 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
           reason: `phase ${p.name} did not complete.`,
         }
     );
+  // The save check, where the baseline reported its state at the save step (`${digest_at}`).
+  const snapshot = baseline?.status === "ok"
+    ? findDigestEvent(judged(baseline.name), "snapshot", input.saveAt)
+    : undefined;
+  if (split && baseline && snapshot) {
+    state_checks.unshift(
+      split.status === "ok"
+        ? checkSavedState(split.name, judged(baseline.name), judged(split.name), input.saveAt)
+        : {
+          phase: split.name,
+          check: "save",
+          verdict: "ERROR",
+          available: false,
+          differing: [],
+          reason: `phase ${split.name} did not complete.`,
+        },
+    );
+  }
 
   diagnostics.push(...checkResumedSteps(input.steps, input.saveAt));
   const named = (p: PhaseEvidence | undefined) =>

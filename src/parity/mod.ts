@@ -81,7 +81,12 @@ export {
   type RepeatEvidence,
   SPREAD_LIMIT,
 } from "./noise_floor.ts";
-export { checkRestoredState, findDigestEvent } from "./state_checks.ts";
+export {
+  checkRestoredState,
+  checkSavedState,
+  findDigestEvent,
+  stateCheckName,
+} from "./state_checks.ts";
 export { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 export {
   isShortDecimal,

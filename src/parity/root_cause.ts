@@ -28,6 +28,7 @@ export const CAUSE_CODES = {
   lrSchedule: "cause-lr-schedule",
   stateNotRestored: "cause-state-not-restored",
   stateOnly: "cause-state-only",
+  saveDiffers: "cause-save-differs",
   converter: "cause-converter",
   plan: "cause-plan",
   planBytes: "cause-plan-bytes",
@@ -80,6 +81,8 @@ export interface DivergenceFacts {
   every: string;
   /** State components whose restored digest differs. */
   differing: string[];
+  /** State components whose saved digest differs from the baseline's at the save step. */
+  saveDiffering: string[];
   /** `; state check names rng` or empty. */
   stateNote: string;
   /** Every state check PASSes (and there is one). */
@@ -118,6 +121,15 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
         `The checkpoint was saved inside a gradient-accumulation window: ${f.first.headline}${f.stateNote}.`,
       next: "Save on an accumulation boundary (after the optimizer step, micro_step % " +
         "grad_accum == 0); no loader can recover the partial gradient.",
+    }),
+  },
+  {
+    code: CAUSE_CODES.saveDiffers,
+    applies: (f) => f.saveDiffering.length > 0,
+    card: (f) => ({
+      title: `${saveWrong(f.saveDiffering, f.run.save_at)}; ${f.every.toLowerCase()} ` +
+        `diverges from it: ${f.first.headline}${f.first.more}${f.stateNote}.`,
+      next: saveNext(f.saveDiffering),
     }),
   },
   {
@@ -263,6 +275,7 @@ export const ROOT_CAUSE_RULES: readonly RootCauseRule[] = [
       run.phases.filter((p) => p.status === "failed" || p.status === "timeout").map(phaseFinding),
   },
   { name: "plan executions", find: (run) => planExecutionFindings(run.plan_sync ?? []) },
+  { name: "save", find: (run) => saveFindings(run) },
   { name: "divergence", find: (run, kinds) => divergenceFindings(run, kinds) },
   { name: "state only", find: (run) => stateOnlyFindings(run) },
   { name: "noise floor", find: (run) => noiseFloorFindings(run) },
@@ -283,12 +296,13 @@ function divergenceFindings(run: RootCauseInput, kinds: ResumeKinds): Finding[] 
   if (failing.length === 0) return [];
   const facts = divergenceFacts(run, kinds, failing);
   const rule = DIVERGENCE_RULES.find((r) => r.applies(facts))!;
-  const { first, groups, differing, stateNote } = facts;
+  const { first, groups, stateNote } = facts;
+  const named = [...new Set([...facts.saveDiffering, ...facts.differing])];
   return [{
     verdict: "FAIL",
     comparisons: first.members,
     step: first.step ?? undefined,
-    state: differing.length > 0 ? differing : undefined,
+    state: named.length > 0 ? named : undefined,
     evidence: groups.map(groupText),
     headline: `${first.headline}${stateNote}${first.more}`,
     code: rule.code,
@@ -302,7 +316,9 @@ function divergenceFacts(
   failing: ComparisonSummary[],
 ): DivergenceFacts {
   const groups = groupFailures(failing);
-  const differing = [...new Set(run.state_checks.flatMap((s) => s.differing))];
+  // A save check judges the checkpoint, not a restore: it has a card of its own.
+  const loads = run.state_checks.filter((s) => s.check !== "save");
+  const differing = [...new Set(loads.flatMap((s) => s.differing))];
   const resumes = run.phases.filter((p) => p.role === "resume").map((p) => p.name);
   const versusBaseline = new Map<string, ComparisonSummary>();
   for (const c of run.comparisons) {
@@ -333,12 +349,47 @@ function divergenceFacts(
         resumes.length - failed.length
       } of ${resumes.length} not)`,
     differing,
+    saveDiffering: [
+      ...new Set(
+        run.state_checks.filter((s) => s.check === "save").flatMap((s) => s.differing),
+      ),
+    ],
     stateNote: differing.length > 0 ? `; state check names ${differing.join(", ")}` : "",
-    stateEqual: run.state_checks.length > 0 && run.state_checks.every((s) => s.verdict === "PASS"),
-    noDigests: run.state_checks.every((s) => !s.available),
+    stateEqual: loads.length > 0 && loads.every((s) => s.verdict === "PASS"),
+    noDigests: loads.every((s) => !s.available),
     diagnostic: (code) => run.diagnostics.find((d) => d.code === code),
     biased: failing.find((c) => c.lane === "drift" && c.drift?.failure?.test === "bias"),
   };
+}
+
+/**
+ * The save check's card when no comparison fails (the divergence rules write it otherwise): the
+ * checkpoint does not hold what the uninterrupted run held at the save step, and no loss shows it
+ * within the window.
+ */
+function saveFindings(run: RootCauseInput): Finding[] {
+  if (run.comparisons.some((c) => c.verdict === "FAIL")) return [];
+  return run.state_checks.filter((s) => s.check === "save" && s.verdict === "FAIL").map((s) => ({
+    code: CAUSE_CODES.saveDiffers,
+    verdict: "FAIL",
+    phases: [s.phase],
+    state: s.differing,
+    headline: `the save differs from the uninterrupted run in ${s.differing.join(", ")}`,
+    title: `${saveWrong(s.differing, run.save_at)}; no loss shows it within the window.`,
+    next: saveNext(s.differing),
+    evidence: [`${s.phase}: ${s.reason ?? s.differing.join(", ")}`],
+  }));
+}
+
+function saveWrong(differing: string[], saveAt: number): string {
+  return `The checkpoint is wrong, not its load: the saved state differs from the ` +
+    `uninterrupted run's state at step ${saveAt} in ${differing.join(", ")}`;
+}
+
+function saveNext(differing: string[]): string {
+  return `Look at what the save captures for ${differing.join(", ")}: a cursor or counter read ` +
+    "before or after the step it belongs to, an RNG the save itself draws from, a copy taken " +
+    "from the wrong replica or rank.";
 }
 
 /**
@@ -352,7 +403,7 @@ function stateOnlyFindings(run: RootCauseInput): Finding[] {
   );
   const groups = new Map<string, string[]>();
   for (const check of run.state_checks) {
-    if (check.verdict !== "FAIL" || failing.has(check.phase)) continue;
+    if (check.check === "save" || check.verdict !== "FAIL" || failing.has(check.phase)) continue;
     const key = check.differing.join(", ");
     groups.set(key, [...(groups.get(key) ?? []), check.phase]);
   }

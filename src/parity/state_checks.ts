@@ -1,6 +1,7 @@
 /**
  * Restored-state checks: a resume phase's `loaded` event digests against the split phase's
- * `saved` digests, per component (`params`, `exp_avg_sq`, `rng`, ...). Digests hash the logical,
+ * `saved` digests, and the save check: those `saved` digests against the baseline's `snapshot`
+ * at the same step, per component (`params`, `exp_avg_sq`, `rng`, ...). Digests hash the logical,
  * unsharded state, so they compare across topologies. No digests on either side is "not
  * available" (N/A), never a pass.
  *
@@ -13,7 +14,7 @@ import type { StateCheckSummary } from "../types/summary.ts";
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
 export function findDigestEvent(
   series: MetricSeries | undefined,
-  name: "saved" | "loaded",
+  name: "saved" | "loaded" | "snapshot",
   step?: number,
 ): EventRecord | undefined {
   if (series === undefined) return undefined;
@@ -40,24 +41,78 @@ export function checkRestoredState(
   resume: MetricSeries | undefined,
   saveAt?: number,
 ): StateCheckSummary {
-  const saved = findDigestEvent(split, "saved", saveAt);
-  const loaded = findDigestEvent(resume, "loaded", saveAt);
-  if (saved === undefined || loaded === undefined) {
-    const side = saved === undefined && loaded === undefined
-      ? "neither the split's saved event nor this phase's loaded event carries"
-      : saved === undefined
-      ? "the split's saved event does not carry"
-      : "this phase's loaded event does not carry";
+  return _compareDigests(phase, undefined, {
+    reference: findDigestEvent(split, "saved", saveAt),
+    candidate: findDigestEvent(resume, "loaded", saveAt),
+    referenceSide: "the split's saved event",
+    candidateSide: "this phase's loaded event",
+    steps: ["loaded", "saved"],
+    differs: "restored state differs from the saved state",
+    matches: "match the saved digests",
+    unavailable: "so the restored state cannot be checked",
+  });
+}
+
+/**
+ * The save check: `split`'s saved digests against the `snapshot` the baseline reported at the
+ * same step without saving — the checkpoint holds what the uninterrupted run held at step N. A
+ * save that captured the wrong state (a cursor saved early, the RNG after an extra draw) FAILs
+ * here, while every restore from it matches what was saved. N/A when the baseline reports no
+ * snapshot (the trainer contract's `${digest_at}` is optional).
+ */
+export function checkSavedState(
+  split: string,
+  baseline: MetricSeries | undefined,
+  splitSeries: MetricSeries | undefined,
+  saveAt: number,
+): StateCheckSummary {
+  return _compareDigests(split, "save", {
+    reference: findDigestEvent(baseline, "snapshot", saveAt),
+    candidate: findDigestEvent(splitSeries, "saved", saveAt),
+    referenceSide: "the baseline's snapshot event",
+    candidateSide: "the split's saved event",
+    steps: ["saved", "snapshot"],
+    differs: `the checkpoint differs from the uninterrupted run's state at step ${saveAt}`,
+    matches: `match the uninterrupted run's state at step ${saveAt}`,
+    unavailable: "so the save cannot be checked",
+  });
+}
+
+interface _DigestPair {
+  reference: EventRecord | undefined;
+  candidate: EventRecord | undefined;
+  referenceSide: string;
+  candidateSide: string;
+  /** What the candidate's and the reference's steps are called in a step mismatch. */
+  steps: [string, string];
+  differs: string;
+  matches: string;
+  unavailable: string;
+}
+
+function _compareDigests(
+  phase: string,
+  check: "save" | undefined,
+  pair: _DigestPair,
+): StateCheckSummary {
+  const { reference, candidate } = pair;
+  const base = { phase, ...(check ? { check } : {}) };
+  if (reference === undefined || candidate === undefined) {
+    const side = reference === undefined && candidate === undefined
+      ? `neither ${pair.referenceSide} nor ${pair.candidateSide} carries`
+      : reference === undefined
+      ? `${pair.referenceSide} does not carry`
+      : `${pair.candidateSide} does not carry`;
     return {
-      phase,
+      ...base,
       verdict: "N/A",
       available: false,
       differing: [],
-      reason: `${side} state digests, so the restored state cannot be checked.`,
+      reason: `${side} state digests, ${pair.unavailable}.`,
     };
   }
-  const a = saved.fields.digests as Record<string, unknown>;
-  const b = loaded.fields.digests as Record<string, unknown>;
+  const a = reference.fields.digests as Record<string, unknown>;
+  const b = candidate.fields.digests as Record<string, unknown>;
   const names = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
   const differing: string[] = [];
   const missing: string[] = [];
@@ -70,11 +125,11 @@ export function checkRestoredState(
     compared.push(name);
     if (JSON.stringify(a[name]) !== JSON.stringify(b[name])) differing.push(name);
   }
-  if (saved.step !== null && loaded.step !== null && saved.step !== loaded.step) {
+  if (reference.step !== null && candidate.step !== null && reference.step !== candidate.step) {
     differing.unshift("step");
   }
   const summary: StateCheckSummary = {
-    phase,
+    ...base,
     verdict: "PASS",
     available: true,
     differing,
@@ -84,16 +139,19 @@ export function checkRestoredState(
   if (differing.length > 0) {
     summary.verdict = "FAIL";
     const stepNote = differing[0] === "step"
-      ? ` (loaded step ${loaded.step}, saved step ${saved.step})`
+      ? ` (${pair.steps[0]} step ${candidate.step}, ${pair.steps[1]} step ${reference.step})`
       : "";
-    summary.reason = `restored state differs from the saved state in ${
-      differing.join(", ")
-    }${stepNote}.`;
+    summary.reason = `${pair.differs} in ${differing.join(", ")}${stepNote}.`;
   } else if (missing.length > 0) {
     summary.verdict = "ERROR";
     summary.reason = `components on one side only cannot be verified: ${missing.join(", ")}.`;
   } else {
-    summary.reason = `all ${compared.length} state components match the saved digests.`;
+    summary.reason = `all ${compared.length} state components ${pair.matches}.`;
   }
   return summary;
+}
+
+/** How reports name a state check: its phase, and `(save)` for the save check. */
+export function stateCheckName(check: Pick<StateCheckSummary, "phase" | "check">): string {
+  return check.check === "save" ? `${check.phase} (save)` : check.phase;
 }

@@ -47,6 +47,7 @@ function referenceArgv(ctx: PresetContext): string[] {
   const argv = [...deno, "train", "--steps", vars.steps, "--stop-at", vars.stop_at];
   argv.push("--seed", vars.seed, "--metrics-file", vars.metrics_file);
   if (vars.save_at) argv.push("--save-at", vars.save_at, "--checkpoint-dir", vars.checkpoint_dir);
+  if (vars.digest_at) argv.push("--digest-at", vars.digest_at);
   if (vars.resume_from) {
     argv.push("--resume-from", vars.resume_from, "--resume-kind", vars.resume_kind);
   }

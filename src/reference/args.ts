@@ -46,6 +46,11 @@ export const TRAIN_FLAGS: readonly FlagSpec[] = [
   { name: "save-at", env: "PARITY_SAVE_AT", help: "save a native checkpoint after this step" },
   { name: "checkpoint-dir", env: "PARITY_CHECKPOINT_DIR", help: "root of native checkpoints" },
   {
+    name: "digest-at",
+    env: "PARITY_DIGEST_AT",
+    help: "report the state's digests after this step, without saving (the save check)",
+  },
+  {
     name: "resume-from",
     env: "PARITY_RESUME_FROM",
     help: "tag folder, universal folder or checkpoint root",
@@ -209,6 +214,7 @@ export function trainOptions(values: Map<string, string>): TrainOptions {
   const stopAt = int(values, "stop-at", steps, 1, steps)!;
   const seed = int(values, "seed", 1234, 0, 0xffffffff)!;
   const saveAt = int(values, "save-at", null, 1, stopAt);
+  const digestAt = int(values, "digest-at", null, 1, stopAt);
   const checkpointDir = values.get("checkpoint-dir") ?? null;
   if (saveAt !== null && checkpointDir === null) {
     throw new UsageError(`--save-at needs --checkpoint-dir (or PARITY_CHECKPOINT_DIR)`);
@@ -270,6 +276,7 @@ export function trainOptions(values: Map<string, string>): TrainOptions {
     stopAt,
     seed,
     saveAt,
+    digestAt,
     checkpointDir,
     resumeFrom,
     resumeKind,

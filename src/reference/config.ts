@@ -101,6 +101,8 @@ export interface TrainOptions {
   seed: number;
   /** Save after this optimizer step (null: no save). */
   saveAt: number | null;
+  /** Report the state's digests after this step without saving (`snapshot`; null: none). */
+  digestAt: number | null;
   /** Root folder of native checkpoints. */
   checkpointDir: string | null;
   /** Checkpoint to resume from (tag folder, universal folder, or a root with `latest`). */

@@ -156,6 +156,10 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
       if (opts.progress && (k === start + 1 || k % 10 === 0 || k === opts.stopAt)) {
         io.log(`step ${k}/${opts.steps} loss=${rec.loss.toFixed(6)} lr=${rec.lr.toExponential(3)}`);
       }
+      // What the uninterrupted run holds where the split saves: hashing reads, draws nothing.
+      if (k === opts.digestAt) {
+        sink.write({ event: "snapshot", step: k, digests: stateDigests(state) });
+      }
       if (k === opts.saveAt) save(state, engine, opts, sink, io);
     }
   } finally {

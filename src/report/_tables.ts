@@ -6,7 +6,7 @@ import type {
   PlanSyncSummary,
   Verdict,
 } from "../types/summary.ts";
-import { type Culprit, culprits, ulpDistanceIn } from "../parity/mod.ts";
+import { type Culprit, culprits, stateCheckName, ulpDistanceIn } from "../parity/mod.ts";
 import {
   bytes,
   comparisonUlp,
@@ -164,7 +164,7 @@ export function stateTable(run: LoadedRun, which: ComparisonRows = "all"): Table
     rows: run.summary.state_checks.filter((s) =>
       which === "all" || (s.available && s.verdict !== "PASS")
     ).map((s) => [
-      c(s.phase),
+      c(stateCheckName(s)),
       s.available ? verdictCell(s.verdict) : verdictCell("N/A", " (no digests)"),
       c(s.differing.length > 0 ? s.differing.join(", ") : "—"),
       c(s.compared && s.compared.length > 0 ? s.compared.join(", ") : "—"),

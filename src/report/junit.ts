@@ -10,7 +10,7 @@
 
 import type { RunSummary } from "../types/summary.ts";
 import { comparisonUlp, comparisonUlpText, exact } from "../format/numbers.ts";
-import { blamedPhases } from "../parity/mod.ts";
+import { blamedPhases, stateCheckName } from "../parity/mod.ts";
 import { plannerText, secondOpinionText, stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
 
@@ -149,7 +149,9 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
   if (!st.available || st.verdict === "N/A") {
     outcome = { kind: "skipped", message: "no state digests available" };
   } else if (st.verdict === "FAIL") {
-    const message = `restored state differs: ${st.differing.join(", ")}`;
+    const message = st.check === "save"
+      ? `saved state differs from the baseline's at the save step: ${st.differing.join(", ")}`
+      : `restored state differs: ${st.differing.join(", ")}`;
     outcome = {
       kind: "failure",
       type: "StateMismatch",
@@ -168,7 +170,7 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
   }
   return {
     classname: `${exp}.state`,
-    name: st.phase,
+    name: stateCheckName(st),
     time: 0,
     outcome,
     properties: [

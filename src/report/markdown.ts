@@ -32,7 +32,7 @@ import {
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
 import type { ComparisonSummary, GoldenSummary, Verdict } from "../types/summary.ts";
-import { type Culprit, culprits } from "../parity/mod.ts";
+import { type Culprit, culprits, stateCheckName } from "../parity/mod.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */
 export function reportMarker(experiment: string): string {
@@ -287,8 +287,8 @@ function stateSection(run: LoadedRun, resolve: LinkResolver): Section {
   const missing = checks.filter((c) => !c.available).length;
   const notes = [
     passed.length > 0
-      ? `${verdictLabel("PASS")}: ${passed.map((c) => mdText(c.phase)).join(", ")} restored ` +
-        "every compared component."
+      ? `${verdictLabel("PASS")}: ${passed.map((c) => mdText(stateCheckName(c))).join(", ")} ` +
+        "matched every compared component."
       : "",
     missing > 0 ? `_${missing} resume${missing === 1 ? "" : "s"} emitted no digests._` : "",
   ].filter((line) => line !== "").join(" ");

@@ -102,7 +102,7 @@ Deno.test("renderMarkdown() sections: state, plan sync, noise floor, phases and 
     ]);
     assert.match(
       md,
-      /✅ PASS: resume-native restored every compared component\. _1 resume emitted no digests\._/,
+      /✅ PASS: resume-native matched every compared component\. _1 resume emitted no digests\._/,
     );
     assert.deepEqual(tableAfter(md, "Plan sync")[2], [
       "first\\_holder",

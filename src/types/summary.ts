@@ -177,8 +177,13 @@ export interface DriftFailure {
 
 /** Restored-state check of one resume phase: its `loaded` digests vs the split's `saved`. */
 export interface StateCheckSummary {
-  /** Resume phase checked. */
+  /** Resume phase checked (the split, for the save check). */
   phase: string;
+  /**
+   * `save`: the split's saved digests against the baseline's snapshot at the save step; absent:
+   * a resume's loaded digests against the saved ones.
+   */
+  check?: "save";
   /** PASS, FAIL, or ERROR; `available: false` when the trainer emits no digests. */
   verdict: Verdict | "N/A";
   /** Whether both sides carried digests. */
