@@ -290,3 +290,24 @@ Deno.test("findRootCauses() cause-state-only: losses pass, restored state differ
   assert.deepEqual(g.map((x) => x.code), ["cause-converter", "cause-state-only"]);
   assert.deepEqual(g[1].phases, ["resume-native"]);
 });
+
+Deno.test("findRootCauses() cause-save-differs: the save, not the load, with or without a divergence", () => {
+  const save: StateCheckSummary = {
+    phase: "split",
+    check: "save",
+    verdict: "FAIL",
+    available: true,
+    differing: ["rng"],
+  };
+  const loads = RESUMES.map((p) => ({ phase: p, verdict: "PASS", available: true, differing: [] }));
+  const states = [save, ...loads] as StateCheckSummary[];
+  // Every restore equals the save: without the save check this read "consumed before step 21".
+  const f = findRootCauses(input(RESUMES.map((p) => vs(p, big)), { states }), KINDS);
+  assert.deepEqual(f.map((x) => x.code), ["cause-save-differs"]);
+  assert.deepEqual(f[0].state, ["rng"]);
+  assert.match(f[0].title, /checkpoint is wrong, not its load.*step 20 in rng/);
+  const quiet = findRootCauses(input(RESUMES.map((p) => vs(p)), { states }), KINDS);
+  assert.deepEqual(quiet.map((x) => x.code), ["cause-save-differs"]);
+  assert.deepEqual(quiet[0].phases, ["split"]);
+  assert.match(quiet[0].title, /no loss shows it/);
+});

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseJsonl } from "../metrics/jsonl.ts";
 import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
-import { checkRestoredState } from "./state_checks.ts";
+import { checkRestoredState, checkSavedState, stateCheckName } from "./state_checks.ts";
 
 const saved = (digests: Record<string, unknown>, step = 20) =>
   parseJsonl(jsonl([{ step: 1, loss: 1 }, { event: "saved", step, digests }]));
@@ -39,4 +39,24 @@ Deno.test("checkRestoredState() is N/A, not PASS, without digests", () => {
   assert.deepEqual([r.verdict, r.available], ["N/A", false]);
   assert.match(r.reason ?? "", /split's saved event does not carry/);
   assert.equal(checkRestoredState("r", undefined, undefined).verdict, "N/A");
+});
+
+const snapshot = (digests: Record<string, unknown>, step = 20) =>
+  parseJsonl(jsonl([{ step: 20, loss: 1 }, { event: "snapshot", step, digests }]));
+
+Deno.test("checkSavedState() judges the saved digests against the baseline's snapshot", () => {
+  const d = { params: "a", rng: "r", sampler: "s" };
+  const ok = checkSavedState("split", snapshot(d), saved(d), 20);
+  assert.equal(ok.verdict, "PASS");
+  assert.equal(ok.check, "save");
+  assert.equal(stateCheckName(ok), "split (save)");
+  const early = checkSavedState("split", snapshot(d), saved({ ...d, sampler: "s-1" }), 20);
+  assert.equal(early.verdict, "FAIL");
+  assert.deepEqual(early.differing, ["sampler"]);
+  assert.match(early.reason ?? "", /uninterrupted run's state at step 20 in sampler/);
+  // Snapshot at another step than the save: the step itself differs.
+  assert.deepEqual(checkSavedState("split", snapshot(d, 19), saved(d), 20).differing, ["step"]);
+  const none = checkSavedState("split", undefined, saved(d), 20);
+  assert.equal(none.verdict, "N/A");
+  assert.match(none.reason ?? "", /baseline's snapshot event does not carry/);
 });

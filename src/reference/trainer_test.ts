@@ -92,6 +92,30 @@ Deno.test("train: the split run matches the baseline and its saved event is on a
   );
 });
 
+Deno.test("train: --digest-at reports the saved state without perturbing the run", async () => {
+  const observed = await train(["--digest-at", String(N)]);
+  assert.deepEqual([...observed.steps.values()], [...baseline.steps.values()], "no step moved");
+  const snapshot = observed.events.get("snapshot")!;
+  assert.equal(snapshot.step, N);
+  assert.deepEqual(snapshot.digests, saved, "the uninterrupted run holds what the split saved");
+  // A save that draws from the RNG before capturing it no longer matches the snapshot.
+  const perturbed = await train([
+    "--stop-at",
+    String(N),
+    "--save-at",
+    String(N),
+    "--checkpoint-dir",
+    join(root, "split-perturbed"),
+    "--fault",
+    "save-perturbs-rng",
+  ]);
+  const wrong = perturbed.events.get("saved")!.digests!;
+  assert.deepEqual(
+    Object.keys(wrong).filter((k) => wrong[k] !== snapshot.digests![k]),
+    ["rng"],
+  );
+});
+
 Deno.test("train: native resume is bit-identical from step N+1 and restores the saved digests", async () => {
   const m = await train(["--resume-from", tag, "--resume-kind", "native"]);
   assert.equal(Math.min(...m.steps.keys()), N + 1);
