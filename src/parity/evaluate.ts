@@ -12,8 +12,6 @@ import {
   type Diagnostic,
   type NoiseFloorSummary,
   type StateCheckSummary,
-  type Verdict,
-  worstVerdict,
 } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { metricsVerdict } from "./judge.ts";
