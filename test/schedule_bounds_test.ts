@@ -32,6 +32,20 @@ Deno.test("run: a metrics step beyond the schedule or before a resume window is 
       assert.equal(summary.verdict, "ERROR");
       const found = summary.diagnostics.find((d) => d.code === c.code);
       assert.equal(found?.phase, c.phase, JSON.stringify(summary.diagnostics));
+      // The comparison of that phase says ERROR too, everywhere the run is shown.
+      const compared = summary.comparisons.find((x) => x.name === "baseline~resume-native");
+      assert.equal(compared?.verdict, "ERROR", compared?.reason);
+      assert.ok(compared?.codes?.includes(c.code), JSON.stringify(compared));
+      const runDir = join(results, `stray${i}`, "latest");
+      const report = await Deno.readTextFile(join(runDir, "report.md"));
+      const junit = await Deno.readTextFile(join(runDir, "junit.xml"));
+      assert.match(report, /\| baseline\\~resume-native \| 💥 ERROR \|/);
+      assert.match(junit, /name="baseline~resume-native"[^]*?<error message="[^"]*metrics-/);
+      assert.doesNotMatch(junit, /<testsuites [^>]*errors="0"/);
+      assert.match(
+        run.stdout + run.stderr,
+        new RegExp(`ERROR baseline~resume-native: .*${c.code}`),
+      );
     }
   } finally {
     await Deno.remove(dir, { recursive: true });

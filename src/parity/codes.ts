@@ -9,7 +9,10 @@ import type { Diagnostic, Verdict } from "../types/summary.ts";
 
 /** Diagnostic codes the parity engine emits (besides the readers' `metrics-*` codes). */
 export const PARITY_CODES = {
-  /** Window values of a compared metric look rounded; an exact lane on them is ERROR. */
+  /**
+   * A side's window values of a compared metric are rounded (short, or shorter than the other
+   * side's): exact and drift lanes are ERROR on them, FAIL beyond the rounding step.
+   */
   rounded: "metrics-rounded",
   /** Fewer than 2 resumed steps (or a comparison window with fewer than 2 steps). */
   windowTooSmall: "window-too-small",

@@ -47,6 +47,11 @@ export interface DriftOptions {
    * also passes): a measured noise floor, so a nondeterministic trainer's noise is not a bug.
    */
   earlyRel: number;
+  /**
+   * Extra absolute allowance of the early window and the bias floor: the rounding step of
+   * rounded metrics (0 when absent), so the early bound judges only what the values can show.
+   */
+  earlyAbs?: number;
 }
 
 /**
@@ -103,7 +108,7 @@ export function compareDrift(
   for (let i = 0; i < early; i++) {
     const u = Math.abs(ys[i] - xs[i]) / ulp32(xs[i]);
     if (u > earlyMax) earlyMax = u;
-    const noiseAllows = Math.abs(ys[i] - xs[i]) <= o.earlyRel * Math.abs(xs[i]);
+    const noiseAllows = Math.abs(ys[i] - xs[i]) <= o.earlyRel * Math.abs(xs[i]) + (o.earlyAbs ?? 0);
     if (u > o.earlyUlp && !noiseAllows && firstIndex < 0) {
       firstIndex = i;
       failure = {
@@ -281,7 +286,10 @@ function biasTest(
   const t = se > 0 ? m / se : m === 0 ? 0 : Math.sign(m) * Infinity;
   let scale = 0;
   for (let i = from; i < xs.length; i++) scale += Math.abs(xs[i]);
-  const floor = Math.max(o.earlyUlp * ulp32(scale / n), o.earlyRel * (scale / n));
+  const floor = Math.max(
+    o.earlyUlp * ulp32(scale / n),
+    o.earlyRel * (scale / n) + (o.earlyAbs ?? 0),
+  );
   let failsAt: number | null = null;
   if (Math.abs(t) > o.biasT && Math.abs(m) > floor) {
     // The first block pushing the way the whole window does, by at least half the mean.

@@ -12,18 +12,17 @@ import {
   type Diagnostic,
   type NoiseFloorSummary,
   type StateCheckSummary,
-  type Verdict,
-  worstVerdict,
 } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { metricsVerdict } from "./judge.ts";
 import { compareDrift, type DriftOptions, MIN_BLOCK_STEPS } from "./drift.ts";
 import type { DriftSpec } from "../types/phase_spec.ts";
-import { compareLane, type StepRange } from "./lanes.ts";
+import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
+import { applyEvidenceRules, type EvidenceFacts } from "./evidence_rules.ts";
 import { deriveRtol, measureNoiseFloor } from "./noise_floor.ts";
 import { planComparisons } from "./plan_comparisons.ts";
 import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
-import { looksRounded } from "./rounded.ts";
+import { looksRounded, roundedSides, roundingBound } from "./rounded.ts";
 import { checkRestoredState, checkSavedState, findDigestEvent } from "./state_checks.ts";
 import type { Evaluation, EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
 import { firstAtLeast } from "./_sorted.ts";
@@ -312,10 +311,9 @@ function driftSettings(context: JudgeOptions): DriftOptions {
 }
 
 /**
- * Judges two read series over a window (a step range or explicit steps): the lane, then ABSTAIN under a noisy
- * floor (exact lanes, unless steps are missing or not finite), ERROR for rounded metrics
- * (exact lanes), reader errors of either side and a window under 2 steps. Used by runs and by
- * `parity compare`.
+ * Judges two read series over a window (a step range or explicit steps): runs the lane, detects
+ * rounded sides (rerunning the lane at their rounding precision) and collects the inputs' reader
+ * errors; the verdict is then {@link applyEvidenceRules}'s. Used by runs and by `parity compare`.
  */
 export function judgeSeries(
   plan: PlannedComparison,
@@ -329,22 +327,47 @@ export function judgeSeries(
     : window.length > 0
     ? { from: window[0], to: window[window.length - 1] }
     : plan.window;
-  const lane = plan.lane === "drift"
-    ? compareDrift(a, b, {
+  const tolerance = {
+    rtol: plan.rtol ?? context.tolerance.rtol,
+    atol: plan.atol ?? context.tolerance.atol,
+    maxFailures: plan.max_failures ?? context.tolerance.max_failures,
+  };
+  const runLane = (allow: { atol: number; rtol: number } | null): LaneResult => {
+    if (plan.lane === "drift") {
+      const drift = driftSettings(context);
+      return compareDrift(a, b, {
+        metric: plan.metric,
+        window,
+        names: [plan.a, plan.b],
+        drift: allow === null
+          ? drift
+          : { ...drift, earlyRel: drift.earlyRel + allow.rtol, earlyAbs: allow.atol },
+      });
+    }
+    const names: [string, string] = [plan.a, plan.b];
+    if (allow === null) {
+      return compareLane(a, b, {
+        lane: plan.lane,
+        metric: plan.metric,
+        window,
+        names,
+        ...tolerance,
+      });
+    }
+    // At the rounding precision: a difference beyond the rounding step is real.
+    const own = plan.lane === "tolerance" ? tolerance : { rtol: 0, atol: 0, maxFailures: 0 };
+    const precise = compareLane(a, b, {
+      lane: "tolerance",
       metric: plan.metric,
       window,
-      names: [plan.a, plan.b],
-      drift: driftSettings(context),
-    })
-    : compareLane(a, b, {
-      lane: plan.lane,
-      metric: plan.metric,
-      window,
-      rtol: plan.rtol ?? context.tolerance.rtol,
-      atol: plan.atol ?? context.tolerance.atol,
-      maxFailures: plan.max_failures ?? context.tolerance.max_failures,
-      names: [plan.a, plan.b],
+      names,
+      rtol: own.rtol + allow.rtol,
+      atol: own.atol + allow.atol,
+      maxFailures: own.maxFailures,
     });
+    return { ...precise, lane: plan.lane };
+  };
+  const lane = runLane(null);
   const result: ComparisonSummary = {
     name: plan.name,
     a: plan.a,
@@ -353,70 +376,89 @@ export function judgeSeries(
     ...lane,
     lane_reason: plan.laneReason,
   };
-  const notes: string[] = [];
-  let verdict: Verdict = lane.verdict;
-  const hardFailure = (lane.missing_steps ?? 0) > 0 || (lane.non_finite ?? 0) > 0;
-
-  if (plan.lane === "exact" && !context.noise.identical && !hardFailure && verdict !== "ERROR") {
-    verdict = "ABSTAIN";
-    notes.push(
-      `the trainer is not deterministic (repeated baselines differ by up to ${context.noise.max_rel_deviation} relative), so an exact verdict is impossible; the lane alone said ${lane.verdict}`,
-    );
-  }
-  const rounded: string[] = [];
-  for (const [name, s] of [[plan.a, a], [plan.b, b]] as const) {
-    if (!windowRounded(s, plan.metric, span)) continue;
-    rounded.push(name);
-    addOnce(context.diagnostics, {
-      level: plan.lane !== "tolerance" ? "error" : "warning",
-      code: PARITY_CODES.rounded,
-      phase: name,
-      metric: plan.metric,
-      message: `every ${plan.metric} value of ${name} in steps ${span.from}..${span.to} ` +
-        "has at most 5 decimals or 6 significant digits: the metrics are rounded" +
-        (plan.lane !== "tolerance" ? `, so the ${plan.lane} lane is meaningless` : ""),
-    });
-  }
-  if (rounded.length > 0 && plan.lane !== "tolerance") {
-    verdict = worstVerdict([verdict, "ERROR"]);
-    notes.unshift(`metrics are rounded (${rounded.join(", ")}): an exact lane is meaningless`);
-  }
-  for (const [name, s] of [[plan.a, a], [plan.b, b]] as const) {
-    const errors = [
-      ...new Set(s.diagnostics.filter((d) => d.level === "error").map((d) => d.code)),
-    ];
-    if (errors.length > 0) {
-      verdict = worstVerdict([verdict, "ERROR"]);
-      notes.push(`the metrics of ${name} have errors (${errors.join(", ")})`);
+  const facts: EvidenceFacts = { inputErrors: [] };
+  const rounding = roundedSides(
+    windowValues(a, plan.metric, span),
+    windowValues(b, plan.metric, span),
+  );
+  const sides = [plan.a, plan.b].filter((_, i) => rounding[i] !== null);
+  if (sides.length > 0) {
+    const [ra, rb] = rounding.map(roundingBound);
+    const allow = { atol: ra.atol + rb.atol, rtol: ra.rtol + rb.rtol };
+    // A tolerance wider than the rounding step judges the rounded values itself.
+    const judgeable = plan.lane === "tolerance" &&
+      fitsTolerance(allow, tolerance, windowValues(a, plan.metric, span).values);
+    facts.rounded = {
+      sides,
+      step: `±${allow.atol.toPrecision(2)} + ${allow.rtol.toPrecision(2)}·|x|`,
+      precise: judgeable ? null : runLane(allow),
+    };
+    for (const [i, name] of [plan.a, plan.b].entries()) {
+      if (rounding[i] === null) continue;
+      const one = rounding[1 - i] === null && !looksRoundedSide(i === 0 ? a : b, plan.metric, span);
+      addOnce(context.diagnostics, {
+        level: judgeable ? "warning" : "error",
+        code: PARITY_CODES.rounded,
+        phase: name,
+        metric: plan.metric,
+        message: `every ${plan.metric} value of ${name} in steps ${span.from}..${span.to} ` +
+          (one
+            ? `has fewer digits than ${i === 0 ? plan.b : plan.a}'s: ${name}'s metrics are rounded`
+            : "has at most 5 decimals or 6 significant digits: the metrics are rounded") +
+          (judgeable ? "" : `, so the ${plan.lane} lane cannot judge them`),
+      });
     }
   }
-  if (lane.compared > 0 && lane.compared < 2) {
-    verdict = worstVerdict([verdict, "ERROR"]);
-    notes.push(`the window holds ${lane.compared} step; at least 2 are needed (window-too-small)`);
+  if (!context.noise.identical) {
+    facts.noisy = { max_rel_deviation: context.noise.max_rel_deviation };
   }
-  result.verdict = verdict;
-  if (notes.length > 0) {
-    result.reason = `${capitalize(notes.join("; "))}. ${capitalize(lane.reason ?? "")}`.trim();
+  for (const [name, s] of [[plan.a, a], [plan.b, b]] as const) {
+    const codes = [...new Set(s.diagnostics.filter((d) => d.level === "error").map((d) => d.code))];
+    if (codes.length > 0) facts.inputErrors.push({ phase: name, codes });
   }
-  return result;
+  return applyEvidenceRules(result, facts);
 }
 
-function capitalize(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
+/** Whether the rounding step stays within the tolerance over the range of `|a|` in the window. */
+function fitsTolerance(
+  allow: { atol: number; rtol: number },
+  tolerance: { atol: number; rtol: number },
+  values: Float64Array,
+): boolean {
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = 0;
+  for (const x of values) {
+    if (!Number.isFinite(x)) continue;
+    lo = Math.min(lo, Math.abs(x));
+    hi = Math.max(hi, Math.abs(x));
+  }
+  if (hi === 0 && lo === Number.POSITIVE_INFINITY) return true;
+  // Both bounds are linear in |a|: checking the ends checks every step.
+  return [lo, hi].every((m) => allow.atol + allow.rtol * m <= tolerance.atol + tolerance.rtol * m);
 }
 
-/** Whether a side's values of `metric` inside the window look rounded. */
-function windowRounded(
+/** A side's values of `metric` inside the window (empty when it lacks the metric). */
+function windowValues(
+  s: MetricSeries,
+  metric: string,
+  window: { from: number; to: number },
+): { values: Float64Array; present: Float64Array | Uint8Array } {
+  const values = s.values[metric];
+  const present = s.present[metric];
+  if (values === undefined) return { values: new Float64Array(0), present: new Uint8Array(0) };
+  const lo = firstAtLeast(s.steps, window.from);
+  const hi = firstAtLeast(s.steps, window.to + 1);
+  return { values: values.subarray(lo, hi), present: present.subarray(lo, hi) };
+}
+
+/** Whether a side is short on its own (the absolute rule), not only against the other side. */
+function looksRoundedSide(
   s: MetricSeries,
   metric: string,
   window: { from: number; to: number },
 ): boolean {
-  const values = s.values[metric];
-  const present = s.present[metric];
-  if (values === undefined) return false;
-  const lo = firstAtLeast(s.steps, window.from);
-  const hi = firstAtLeast(s.steps, window.to + 1);
-  return looksRounded(values.subarray(lo, hi), present.subarray(lo, hi));
+  const w = windowValues(s, metric, window);
+  return looksRounded(w.values, w.present);
 }
 
 function addOnce(list: Diagnostic[], diagnostic: Diagnostic): void {

@@ -23,6 +23,7 @@ import {
   worstVerdict,
 } from "../types/summary.ts";
 import { diagnosticVerdict } from "./codes.ts";
+import { capByInputErrors, type InputErrors } from "./evidence_rules.ts";
 import { findRootCauses, type ResumeKinds } from "./root_cause.ts";
 
 /** Stable codes of the diagnostics the judge itself adds. */
@@ -148,7 +149,16 @@ export function metricsVerdict(metrics: Omit<MetricsEvidence, "noise_floor">): V
 }
 
 /** Judges one run: the verdict, the records of summary.json and the root-cause card. */
-export function judgeRun(evidence: RunEvidence): Judgement {
+export function judgeRun(run: RunEvidence): Judgement {
+  // Steps outside the schedule are known only after the engine: they cap its comparisons here.
+  const bounds = inputErrors(run.scheduleBounds);
+  const evidence: RunEvidence = {
+    ...run,
+    metrics: {
+      ...run.metrics,
+      comparisons: run.metrics.comparisons.map((c) => capByInputErrors(c, bounds)),
+    },
+  };
   const verdict = worstVerdict(VERDICT_RULES.flatMap((rule) => rule.verdicts(evidence)));
   const comparisons = [...evidence.metrics.comparisons, ...(evidence.golden?.comparisons ?? [])];
   const diagnostics = [
@@ -190,6 +200,16 @@ export function judgeRun(evidence: RunEvidence): Judgement {
     diagnostics,
     findings,
   };
+}
+
+/** The `error`-level diagnostics of each phase, codes once each. */
+function inputErrors(diagnostics: readonly Diagnostic[]): InputErrors[] {
+  const byPhase = new Map<string, Set<string>>();
+  for (const d of diagnostics) {
+    if (d.level !== "error" || d.phase === undefined) continue;
+    byPhase.set(d.phase, (byPhase.get(d.phase) ?? new Set()).add(d.code));
+  }
+  return [...byPhase].map(([phase, codes]) => ({ phase, codes: [...codes] }));
 }
 
 function stateCheckVerdicts(checks: StateCheckSummary[]): Verdict[] {

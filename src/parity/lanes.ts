@@ -7,9 +7,10 @@
  *   float32-representable), max/mean absolute and max relative difference.
  * - **tolerance**: `|b - a| <= atol + rtol * |a|` with a failure budget `max_failures`.
  *
- * In both lanes a window step missing on either side, or NaN/infinite on one side, is a
- * failure that no budget absorbs: the verdict is FAIL, never PASS. NaN/infinite on **both**
- * sides is no evidence either way: ERROR, unless another step fails. An empty window is ERROR.
+ * In both lanes a window step missing on one side, or NaN/infinite on one side, is a failure
+ * that no budget absorbs: the verdict is FAIL, never PASS. A step missing from **both** sides or
+ * NaN/infinite on **both** sides is no evidence either way: ERROR, unless another step fails.
+ * An empty window is ERROR.
  *
  * @module
  */
@@ -157,7 +158,8 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
   let missing = 0;
   let nonFinite = 0;
   let bothNonFinite = 0;
-  let firstBoth = -1; // index into window of the first step non-finite on both sides
+  let bothMissing = 0;
+  let firstBoth = -1; // index into window of the first step with no evidence on either side
   let firstFail = -1; // index into window
   let firstA: number | null = null;
   let firstB: number | null = null;
@@ -176,6 +178,12 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     while (ib < nb && stepsB[ib] < step) ib++;
     const hasA = ia < na && stepsA[ia] === step && presentA[ia] === 1;
     const hasB = ib < nb && stepsB[ib] === step && presentB[ib] === 1;
+    if (!hasA && !hasB) {
+      // Neither side logged it: nothing diverged that the metric can show, as for NaN on both.
+      bothMissing++;
+      if (firstBoth < 0) firstBoth = w;
+      continue;
+    }
     if (!hasA || !hasB) {
       missing++;
       failures++;
@@ -183,9 +191,7 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
         firstFail = w;
         firstA = hasA ? valuesA[ia] : null;
         firstB = hasB ? valuesB[ib] : null;
-        firstKind = !hasA && !hasB
-          ? `missing from both ${nameA} and ${nameB}`
-          : `missing from ${hasA ? nameB : nameA}`;
+        firstKind = `missing from ${hasA ? nameB : nameA}`;
       }
       continue;
     }
@@ -274,6 +280,7 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     non_finite: nonFinite,
   };
   if (bothNonFinite > 0) result.both_non_finite = bothNonFinite;
+  if (bothMissing > 0) result.both_missing = bothMissing;
   if (!exact) {
     result.rtol = rtol;
     result.atol = atol;
@@ -291,14 +298,12 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     result.reason = `${metric} first fails at step ${stepAt(firstFail)} (${firstKind}); ${
       parts.join(" and ")
     } of ${compared} window steps (${span}), and such steps always fail.`;
-  } else if (bothNonFinite > 0 && failures === 0) {
+  } else if (bothNonFinite + bothMissing > 0 && failures === 0) {
     result.verdict = "ERROR";
-    result.reason =
-      `${metric} is NaN or infinite on both sides at ${bothNonFinite} of ${compared} ` +
-      `window steps (first: step ${
-        stepAt(firstBoth)
-      }), so nothing can be proven there; the finite steps agree. Find where the loss blew up ` +
-      `in both runs (it is no resume divergence).`;
+    result.reason = noEvidenceReason(metric, compared, stepAt(firstBoth), {
+      bothNonFinite,
+      bothMissing,
+    });
   } else if (exact) {
     if (failures > 0) {
       result.verdict = "FAIL";
@@ -321,6 +326,30 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
       `all ${compared} steps (${span}) of ${metric} within rtol ${rtol}, atol ${atol}.`;
   }
   return result;
+}
+
+/**
+ * One sentence for the steps neither side can speak for (missing from both, NaN on both): the
+ * same wording for both kinds, since both are no evidence.
+ */
+function noEvidenceReason(
+  metric: string,
+  compared: number,
+  first: number,
+  counts: { bothNonFinite: number; bothMissing: number },
+): string {
+  const kinds = [];
+  if (counts.bothMissing > 0) kinds.push(`missing from both sides at ${counts.bothMissing}`);
+  if (counts.bothNonFinite > 0) {
+    kinds.push(`NaN or infinite on both sides at ${counts.bothNonFinite}`);
+  }
+  const hint = counts.bothNonFinite > 0
+    ? " Find where the loss blew up in both runs (it is no resume divergence)."
+    : " Log every window step in both runs, or narrow the window.";
+  return `${metric} is ${
+    kinds.join(" and ")
+  } of ${compared} window steps (first: step ${first}), ` +
+    `so nothing can be proven there; the other steps agree.${hint}`;
 }
 
 /** The tolerance lane's settings; each is required (a lane has no defaults of its own). */

@@ -188,3 +188,23 @@ Deno.test("compareLane() ULP distances hold for negative values and across zero"
     assert.equal(r.max_ulp, ulpDistance64(x, y), `${x} vs ${y}`);
   }
 });
+
+Deno.test("compareLane() calls a step missing from both sides ERROR like NaN on both, never FAIL", () => {
+  const a = seriesOf([21, 23, 24], { loss: [2.5, 2.3, 2.2] });
+  const b = seriesOf([21, 23, 24], { loss: [2.5, 2.3, 2.2] });
+  for (const lane of ["exact", "tolerance"] as const) {
+    const r = compareLane(a, b, { lane, ...TOL, window: rangeWindow(21, 24) });
+    assert.equal(r.verdict, "ERROR");
+    assert.equal(r.both_missing, 1);
+    assert.equal(r.missing_steps, 0);
+    assert.match(
+      r.reason ?? "",
+      /missing from both sides at 1 of 4 window steps \(first: step 22\)/,
+    );
+  }
+  // A step one side lacks still FAILs beside it.
+  const c = seriesOf([21, 24], { loss: [2.5, 2.2] });
+  const r = compareLane(a, c, { lane: "exact", window: rangeWindow(21, 24) });
+  assert.equal(r.verdict, "FAIL");
+  assert.equal(r.first_divergent_step, 23);
+});

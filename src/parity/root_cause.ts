@@ -455,17 +455,22 @@ function noiseFloorFindings(run: RootCauseInput): Finding[] {
 
 function noEvidenceFindings(run: RootCauseInput): Finding[] {
   const bothNaN = run.comparisons.filter((c) =>
-    c.verdict === "ERROR" && (c.both_non_finite ?? 0) > 0
+    c.verdict === "ERROR" && ((c.both_non_finite ?? 0) > 0 || (c.both_missing ?? 0) > 0)
   );
   if (bothNaN.length === 0) return [];
+  const nan = bothNaN.some((c) => (c.both_non_finite ?? 0) > 0);
   return [{
     code: CAUSE_CODES.noEvidence,
     verdict: "ERROR",
     comparisons: bothNaN.map((c) => c.name),
-    title: `The loss is NaN or infinite on both sides (${bothNaN.map((c) => c.name).join(", ")}):` +
-      " nothing diverged that the metric can show, and nothing is proven.",
-    next: "Find where both runs blew up (LR, overflow in bf16/fp16, a bad batch) and re-run; " +
-      "this is no resume divergence.",
+    title: `The loss is ${nan ? "NaN or infinite on" : "missing from"} both sides (${
+      bothNaN.map((c) => c.name).join(", ")
+    }) at some window steps: nothing diverged that the metric can show, and nothing is proven.`,
+    next: nan
+      ? "Find where both runs blew up (LR, overflow in bf16/fp16, a bad batch) and re-run; " +
+        "this is no resume divergence."
+      : "Log every window step in both runs (or narrow the window with `compare:`); " +
+        "this is no resume divergence.",
     evidence: bothNaN.map((c) => `${c.name}: ${c.reason ?? ""}`),
   }];
 }

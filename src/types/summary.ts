@@ -113,6 +113,13 @@ export interface ComparisonSummary {
   non_finite?: number;
   /** Window steps where both sides are NaN or infinite: no evidence, ERROR unless something fails. */
   both_non_finite?: number;
+  /** Window steps missing from both sides: no evidence, ERROR unless something fails. */
+  both_missing?: number;
+  /**
+   * Stable codes of the evidence rules that set this verdict (docs/parity.md, "Evidence
+   * rules"), e.g. `metrics-rounded`, `step-missing-both`; absent when the lane alone decided.
+   */
+  codes?: string[];
   /** Drift lane: what each of its three tests measured. */
   drift?: DriftSummary;
 }
