@@ -156,6 +156,23 @@ Deno.test("evaluateRun() applies the experiment's drift thresholds to the drift 
   });
 });
 
+Deno.test("evaluateRun() widens the drift lane's early bound to the derived rtol", async () => {
+  await withTempDir(async (dir) => {
+    const records = resumeRecords((s) => ({ loss: loss(s) * (1 + 1e-5) }));
+    const judged = async (noise: number) => {
+      const repeat = steps(1, STEPS, (s) => ({ loss: loss(s) * (1 + noise) }));
+      const fixture = {
+        repeats: [repeat],
+        resumes: { "resume-universal": { records, topology: "w4" } },
+      };
+      return (await evaluateRun(await run(dir, fixture))).comparisons[0];
+    };
+    // 1e-5 relative is dozens of ULPs: within a derived 2e-5, beyond a derived 2e-6.
+    assert.equal((await judged(2e-6)).verdict, "PASS");
+    assert.equal((await judged(2e-7)).verdict, "FAIL");
+  });
+});
+
 Deno.test("evaluateRun() fails a state check and names the differing component", async () => {
   await withTempDir(async (dir) => {
     const records = resumeRecords(() => ({}), { ...DIGESTS, rng: "r2" });
