@@ -15,6 +15,7 @@ import {
   type Verdict,
   worstVerdict,
 } from "../types/summary.ts";
+import { stat } from "../format/numbers.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { metricsVerdict } from "./judge.ts";
 import { compareDrift, type DriftOptions, MIN_BLOCK_STEPS } from "./drift.ts";
@@ -193,7 +194,7 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
 function withNoiseLanes(planned: PlannedComparison[], noise: NoiseRtol): PlannedComparison[] {
   const { multiplier, floor, source } = noise.derivation;
   const laneReason = `derived from the noise floor (max(max_rel_deviation × ${multiplier}, ${
-    floor.toPrecision(2)
+    stat(floor)
   })${source === "tolerance-auto" ? ", tolerance: auto" : ""}), beside the exact lane it silences`;
   return planned.flatMap((c) =>
     !c.explicit && c.lane === "exact"

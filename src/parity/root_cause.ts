@@ -19,6 +19,7 @@ import type {
   RunSummary,
 } from "../types/summary.ts";
 import { driftFailureText } from "./drift.ts";
+import { stat } from "../format/numbers.ts";
 
 /** The stable codes of {@link Finding}s. */
 export const CAUSE_CODES = {
@@ -358,7 +359,7 @@ function noiseFloorFindings(run: RootCauseInput): Finding[] {
       "relative): exact lanes cannot judge this trainer" +
       (run.noise_floor.derived_rtol === undefined
         ? "."
-        : `; tolerance lanes at the derived rtol ${run.noise_floor.derived_rtol} judge it.`),
+        : `; tolerance lanes at the derived rtol ${stat(run.noise_floor.derived_rtol)} judge it.`),
     next: "An exact verdict needs a deterministic trainer (fixed reduction order, " +
       "deterministic kernels); until then the derived-tolerance lanes catch only bugs above " +
       "the noise.",

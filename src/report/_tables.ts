@@ -243,7 +243,7 @@ function reshardVerdict(run: LoadedRun, phases: string[]): string {
 /** How a derived rtol was derived, in words ("—" when none was). */
 function derivationText(d: NoiseRtolDerivation | undefined): string {
   if (d === undefined) return "—";
-  const rule = `max(max rel × ${d.multiplier}, ${d.floor.toPrecision(2)})`;
+  const rule = `max(max rel × ${d.multiplier}, ${stat(d.floor)})`;
   return d.source === "tolerance-auto" ? `${rule}, tolerance: auto` : rule;
 }
 

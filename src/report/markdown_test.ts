@@ -119,7 +119,7 @@ Deno.test("renderMarkdown() sections: state, plan sync, noise floor, phases and 
       "no",
       "1e-7",
       "1e-6",
-      "max(max rel × 10, 9.5e-7)",
+      "max(max rel × 10, 9.537e-7)",
       "0",
     ]);
     const diag = tableAfter(md, "Diagnostics")[2];
