@@ -13,13 +13,14 @@ import {
   type NoiseFloorSummary,
   type StateCheckSummary,
 } from "../types/summary.ts";
+import { stat } from "../format/numbers.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { metricsVerdict } from "./judge.ts";
 import { compareDrift, type DriftOptions, MIN_BLOCK_STEPS } from "./drift.ts";
 import type { DriftSpec } from "../types/phase_spec.ts";
 import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
 import { applyEvidenceRules, type EvidenceFacts } from "./evidence_rules.ts";
-import { deriveRtol, measureNoiseFloor } from "./noise_floor.ts";
+import { deriveNoiseRtol, measureNoiseFloor, type NoiseRtol } from "./noise_floor.ts";
 import { planComparisons } from "./plan_comparisons.ts";
 import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 import { looksRounded, roundedSides, roundingBound } from "./rounded.ts";
@@ -40,25 +41,24 @@ export interface ResolvedTolerance {
   max_failures: number;
   /** Set when `tolerance: auto` derived `rtol` from the noise floor. */
   derived?: boolean;
+  /** The tolerance derived from the noise floor, when one was (see {@link deriveNoiseRtol}). */
+  noise?: NoiseRtol;
 }
 
 /**
- * The rtol/atol/budget in force: the resolved fixed tolerance, or with `tolerance: auto`
- * max(max observed relative deviation × multiplier, floor).
+ * The rtol/atol/budget in force: the resolved fixed tolerance, or with `tolerance: auto` the
+ * rtol derived from the noise floor; `noise` holds the derived tolerance whenever there is one.
  */
 export function resolveTolerance(
   tolerance: EvaluationInput["tolerance"],
   noise: NoiseFloorSummary,
 ): ResolvedTolerance {
+  const derived = deriveNoiseRtol(noise, tolerance);
+  const budget = { atol: tolerance.atol, max_failures: tolerance.max_failures };
   if ("auto" in tolerance) {
-    return {
-      rtol: deriveRtol(noise.max_rel_deviation ?? 0, tolerance.multiplier, tolerance.floor),
-      atol: tolerance.atol,
-      max_failures: tolerance.max_failures,
-      derived: true,
-    };
+    return { rtol: (derived as NoiseRtol).rtol, ...budget, derived: true, noise: derived };
   }
-  return { rtol: tolerance.rtol, atol: tolerance.atol, max_failures: tolerance.max_failures };
+  return { rtol: tolerance.rtol, ...budget, ...(derived ? { noise: derived } : {}) };
 }
 
 /**
@@ -108,26 +108,19 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
   );
   diagnostics.push(...noise.diagnostics);
   const tolerance = resolveTolerance(input.tolerance, noise.summary);
-  if (tolerance.derived) noise.summary.derived_rtol = tolerance.rtol;
+  if (tolerance.noise) {
+    noise.summary.derived_rtol = tolerance.noise.rtol;
+    noise.summary.derivation = tolerance.noise.derivation;
+  }
 
   const plan = planComparisons(input, (phase, metric) => {
     const s = judged(phase);
     return s === undefined ? undefined : s.values[metric] !== undefined;
   });
   diagnostics.push(...plan.diagnostics);
-  let planned = plan.comparisons;
-  if (tolerance.derived && !noise.summary.identical) {
-    // An ABSTAINing exact lane must not hide a real bug: add the derived-tolerance lane.
-    planned = planned.flatMap((c) =>
-      !c.explicit && c.lane === "exact"
-        ? [c, {
-          ...c,
-          lane: "tolerance" as const,
-          laneReason: "tolerance: auto, added beside the exact lane the noise floor silences",
-        }]
-        : [c]
-    );
-  }
+  const planned = noise.summary.identical || tolerance.noise === undefined
+    ? plan.comparisons
+    : withNoiseLanes(plan.comparisons, tolerance.noise);
 
   const context: JudgeContext = {
     phases,
@@ -209,6 +202,22 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     diagnostics,
     series,
   };
+}
+
+/**
+ * An ABSTAINing exact lane must not hide a real bug: each default exact comparison gets a
+ * companion tolerance lane at the derived rtol (explicit `compare:` entries keep their lanes).
+ */
+function withNoiseLanes(planned: PlannedComparison[], noise: NoiseRtol): PlannedComparison[] {
+  const { multiplier, floor, source } = noise.derivation;
+  const laneReason = `derived from the noise floor (max(max_rel_deviation × ${multiplier}, ${
+    stat(floor)
+  })${source === "tolerance-auto" ? ", tolerance: auto" : ""}), beside the exact lane it silences`;
+  return planned.flatMap((c) =>
+    !c.explicit && c.lane === "exact"
+      ? [c, { ...c, lane: "tolerance" as const, rtol: noise.rtol, laneReason }]
+      : [c]
+  );
 }
 
 interface JudgeContext extends JudgeOptions {
@@ -300,14 +309,9 @@ export function driftOptions(spec: DriftSpec): DriftOptions {
 
 function driftSettings(context: JudgeOptions): DriftOptions {
   if (context.drift === undefined) throw new TypeError("a drift comparison needs drift settings");
-  // A measured noise floor widens the early bound: noise is not a bug.
+  // A measured noise floor widens the early bound to the derived tolerance: noise is not a bug.
   if (context.noise.identical) return context.drift;
-  return {
-    ...context.drift,
-    earlyRel: context.tolerance.derived
-      ? context.tolerance.rtol
-      : (context.noise.max_rel_deviation ?? 0) * 1.5,
-  };
+  return { ...context.drift, earlyRel: context.tolerance.noise?.rtol ?? 0 };
 }
 
 /**

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { jsonl, withTempDir } from "../../test/_testing/metrics_fixtures.ts";
-import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
+import { AUTO_TOLERANCE_DEFAULTS, DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
 import { evaluateRun } from "./evaluate.ts";
 import { lossesCsv } from "./losses_csv.ts";
 import type { EvaluationInput, PhaseEvidence } from "./types.ts";
@@ -156,6 +156,23 @@ Deno.test("evaluateRun() applies the experiment's drift thresholds to the drift 
   });
 });
 
+Deno.test("evaluateRun() widens the drift lane's early bound to the derived rtol", async () => {
+  await withTempDir(async (dir) => {
+    const records = resumeRecords((s) => ({ loss: loss(s) * (1 + 1e-5) }));
+    const judged = async (noise: number) => {
+      const repeat = steps(1, STEPS, (s) => ({ loss: loss(s) * (1 + noise) }));
+      const fixture = {
+        repeats: [repeat],
+        resumes: { "resume-universal": { records, topology: "w4" } },
+      };
+      return (await evaluateRun(await run(dir, fixture))).comparisons[0];
+    };
+    // 1e-5 relative is dozens of ULPs: within a derived 2e-5, beyond a derived 2e-6.
+    assert.equal((await judged(2e-6)).verdict, "PASS");
+    assert.equal((await judged(2e-7)).verdict, "FAIL");
+  });
+});
+
 Deno.test("evaluateRun() fails a state check and names the differing component", async () => {
   await withTempDir(async (dir) => {
     const records = resumeRecords(() => ({}), { ...DIGESTS, rng: "r2" });
@@ -238,6 +255,64 @@ Deno.test("evaluateRun() ABSTAINs exact lanes when repeated baselines differ", a
   });
 });
 
+Deno.test("evaluateRun() judges a default exact lane under a noisy floor at the derived rtol", async () => {
+  await withTempDir(async (dir) => {
+    // Noise of 2e-7 relative in the repeat: derived rtol max(2e-7 × 10, 2^-20) = 2e-6.
+    const repeat = steps(1, STEPS, (s) => ({ loss: loss(s) * (1 + 2e-7) }));
+    const within = resumeRecords((s) => ({ loss: loss(s) * (1 - 1e-6) }));
+    const clean = await evaluateRun(
+      await run(dir, { repeats: [repeat], resumes: { "resume-native": { records: within } } }),
+    );
+    const derived = clean.noise_floor.derived_rtol ?? 0;
+    assert.ok(Math.abs(derived - 2e-6) < 1e-15, `derived ${derived}`);
+    assert.deepEqual(clean.noise_floor.derivation, {
+      multiplier: 10,
+      floor: 2 ** -20,
+      source: "default",
+    });
+    assert.deepEqual(clean.comparisons.map((c) => [c.lane, c.verdict, c.rtol]), [
+      ["exact", "ABSTAIN", undefined],
+      ["tolerance", "PASS", derived],
+    ]);
+    assert.match(clean.comparisons[1].lane_reason ?? "", /noise floor.*× 10/);
+    assert.equal(clean.verdict, "ABSTAIN", "the worst of ABSTAIN and PASS");
+
+    // A lost-momentum sized bug (5e-3 relative) is far above the noise: FAIL.
+    const bug = resumeRecords((s) => ({ loss: loss(s) * (1 + 5e-3) }));
+    const buggy = await evaluateRun(
+      await run(dir, { repeats: [repeat], resumes: { "resume-native": { records: bug } } }),
+    );
+    assert.deepEqual(buggy.comparisons.map((c) => [c.lane, c.verdict]), [
+      ["exact", "ABSTAIN"],
+      ["tolerance", "FAIL"],
+    ]);
+    assert.equal(buggy.comparisons[1].first_divergent_step, SAVE_AT + 1);
+    assert.equal(buggy.verdict, "FAIL");
+  });
+});
+
+Deno.test("evaluateRun() adds no derived lane when the floor is identical", async () => {
+  await withTempDir(async (dir) => {
+    const e = await evaluateRun(await run(dir, { repeats: [steps(1, STEPS)] }));
+    assert.deepEqual(e.comparisons.map((c) => c.lane), ["exact"]);
+    assert.equal(e.noise_floor.derived_rtol, undefined);
+    assert.equal(e.noise_floor.derivation, undefined);
+    assert.equal(e.verdict, "PASS");
+  });
+});
+
+Deno.test("evaluateRun() keeps explicit comparisons' lanes under a noisy floor", async () => {
+  await withTempDir(async (dir) => {
+    const repeat = steps(1, STEPS, (s) => ({ loss: loss(s) * (1 + 2e-7) }));
+    const e = await evaluateRun(
+      await run(dir, { repeats: [repeat] }, {
+        compare: [{ a: "baseline", b: "resume-native", metric: "loss", lane: "exact" }],
+      }),
+    );
+    assert.deepEqual(e.comparisons.map((c) => [c.lane, c.verdict]), [["exact", "ABSTAIN"]]);
+  });
+});
+
 Deno.test("evaluateRun() keeps FAIL for missing steps even under a noisy floor", async () => {
   await withTempDir(async (dir) => {
     const repeat = steps(1, STEPS, (s) => (s === 7 ? { loss: loss(7) * (1 + 2e-7) } : {}));
@@ -266,6 +341,23 @@ Deno.test("evaluateRun() derives rtol with tolerance auto and adds a tolerance l
     ]);
     assert.equal(e.comparisons[1].rtol, derived);
     assert.equal(e.verdict, "ABSTAIN");
+  });
+});
+
+Deno.test("evaluateRun() tolerance auto defaults to the noise rule's floor, not 1e-3", async () => {
+  await withTempDir(async (dir) => {
+    const repeat = steps(1, STEPS, (s) => ({ loss: loss(s) * (1 + 1e-12) }));
+    const bug = resumeRecords((s) => ({ loss: loss(s) * (1 + 5e-4) }));
+    const e = await evaluateRun(
+      await run(dir, { repeats: [repeat], resumes: { "resume-native": { records: bug } } }, {
+        tolerance: { auto: true, ...AUTO_TOLERANCE_DEFAULTS },
+      }),
+    );
+    assert.equal(e.noise_floor.derived_rtol, 2 ** -20);
+    assert.equal(e.noise_floor.derivation?.source, "tolerance-auto");
+    // 5e-4 passed the old fixed 1e-3 floor; under the derived one it is a bug.
+    assert.equal(e.comparisons[1].verdict, "FAIL");
+    assert.equal(e.verdict, "FAIL");
   });
 });
 

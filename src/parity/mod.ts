@@ -75,9 +75,11 @@ export {
 } from "./root_cause.ts";
 export { type ComparisonPlan, planComparisons, type ReportsMetric } from "./plan_comparisons.ts";
 export {
+  deriveNoiseRtol,
   deriveRtol,
   measureNoiseFloor,
   type NoiseFloorResult,
+  type NoiseRtol,
   type RepeatEvidence,
   SPREAD_LIMIT,
 } from "./noise_floor.ts";

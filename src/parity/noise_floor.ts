@@ -1,14 +1,16 @@
 /**
  * The noise floor: repeated baselines (`baseline-repeat-<k>`) compared with the baseline step by
  * step. Any difference means the trainer is not deterministic enough for an exact verdict (exact
- * lanes ABSTAIN), and `tolerance: auto` derives its rtol from the observed spread with
+ * lanes ABSTAIN); {@link deriveNoiseRtol} then derives the tolerance the run is judged with instead,
  * Megatron's `compute_golden_statistics` rule: max(max relative deviation × multiplier, floor).
  *
  * @module
  */
 
 import type { MetricSeries } from "../metrics/mod.ts";
-import type { Diagnostic, NoiseFloorSummary } from "../types/summary.ts";
+import { NOISE_RTOL_RULE } from "../types/defaults.ts";
+import type { ToleranceSpec } from "../types/judge_settings.ts";
+import type { Diagnostic, NoiseFloorSummary, NoiseRtolDerivation } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
 
 /** Most per-step spread entries kept in the summary. */
@@ -103,6 +105,33 @@ export function measureNoiseFloor(
 /** Megatron's rule: max(max relative deviation × multiplier, floor). */
 export function deriveRtol(maxRelDeviation: number, multiplier: number, floor: number): number {
   return Math.max(maxRelDeviation * multiplier, floor);
+}
+
+/** A tolerance derived from the noise floor, with the rule that derived it. */
+export interface NoiseRtol {
+  /** max(max_rel_deviation × multiplier, floor). */
+  rtol: number;
+  /** The rule's parameters and where they came from. */
+  derivation: NoiseRtolDerivation;
+}
+
+/**
+ * The one place a noise floor becomes a tolerance. `tolerance: auto` always derives (its own
+ * multiplier and floor, an identical floor giving `floor`); otherwise a non-identical floor
+ * derives with {@link NOISE_RTOL_RULE}, so the exact lanes it silences are still judged, and an
+ * identical one derives nothing (exact lanes speak).
+ */
+export function deriveNoiseRtol(
+  noise: NoiseFloorSummary,
+  tolerance: ToleranceSpec,
+): NoiseRtol | undefined {
+  const auto = "auto" in tolerance;
+  if (!auto && noise.identical) return undefined;
+  const { multiplier, floor } = auto ? tolerance : NOISE_RTOL_RULE;
+  return {
+    rtol: deriveRtol(noise.max_rel_deviation ?? 0, multiplier, floor),
+    derivation: { multiplier, floor, source: auto ? "tolerance-auto" : "default" },
+  };
 }
 
 /** Adds per-step relative deviations of `repeat` from `base` into `spread`; returns gaps. */

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
-import { deriveRtol, measureNoiseFloor, SPREAD_LIMIT } from "./noise_floor.ts";
+import { NOISE_RTOL_RULE, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
+import { deriveNoiseRtol, deriveRtol, measureNoiseFloor, SPREAD_LIMIT } from "./noise_floor.ts";
 
 Deno.test("measureNoiseFloor() reports identical repeats and no repeats", () => {
   const base = seriesOf([1, 2, 3], { loss: [3, 2, 1] });
@@ -46,4 +47,26 @@ Deno.test("measureNoiseFloor() caps the spread list and warns about incomplete r
 Deno.test("deriveRtol() is max(max deviation x multiplier, floor)", () => {
   assert.equal(deriveRtol(0.01, 1.5, 1e-3), 0.015);
   assert.equal(deriveRtol(1e-7, 1.5, 1e-3), 1e-3);
+});
+
+Deno.test("deriveNoiseRtol() derives by default only from a non-identical floor", () => {
+  const noisy = { repeats: 2, identical: false, max_rel_deviation: 3e-7 };
+  assert.equal(deriveNoiseRtol({ repeats: 2, identical: true }, TOLERANCE_DEFAULTS), undefined);
+  const derived = deriveNoiseRtol(noisy, TOLERANCE_DEFAULTS);
+  assert.ok(Math.abs((derived?.rtol ?? 0) - 3e-6) < 1e-18);
+  assert.deepEqual(derived?.derivation, { ...NOISE_RTOL_RULE, source: "default" });
+  // A deviation below the float32 floor never gives a tighter tolerance than 8 ULPs.
+  const tiny = deriveNoiseRtol({ ...noisy, max_rel_deviation: 9e-13 }, TOLERANCE_DEFAULTS);
+  assert.equal(tiny?.rtol, 2 ** -20);
+});
+
+Deno.test("deriveNoiseRtol() under tolerance auto honours its multiplier and floor", () => {
+  const auto = { auto: true as const, multiplier: 3, floor: 1e-3, atol: 0, max_failures: 0 };
+  const identical = deriveNoiseRtol({ repeats: 0, identical: true }, auto);
+  assert.deepEqual(identical, {
+    rtol: 1e-3,
+    derivation: { multiplier: 3, floor: 1e-3, source: "tolerance-auto" },
+  });
+  const noisy = { repeats: 1, identical: false, max_rel_deviation: 0.01 };
+  assert.equal(deriveNoiseRtol(noisy, auto)?.rtol, 0.03);
 });

@@ -20,6 +20,7 @@ import type {
 } from "../types/summary.ts";
 import { driftFailureText } from "./drift.ts";
 import { causeLines } from "./_child_tail.ts";
+import { stat } from "../format/numbers.ts";
 
 /** The stable codes of {@link Finding}s. */
 export const CAUSE_CODES = {
@@ -446,9 +447,13 @@ function noiseFloorFindings(run: RootCauseInput): Finding[] {
     code: CAUSE_CODES.nondeterministic,
     verdict: "ABSTAIN",
     title: `The repeated baselines differ (up to ${run.noise_floor.max_rel_deviation} ` +
-      "relative): exact lanes cannot judge this trainer.",
-    next: "Use `tolerance: {auto: true}` for a verdict above the noise, or make the trainer " +
-      "deterministic (fixed reduction order, deterministic kernels).",
+      "relative): exact lanes cannot judge this trainer" +
+      (run.noise_floor.derived_rtol === undefined
+        ? "."
+        : `; tolerance lanes at the derived rtol ${stat(run.noise_floor.derived_rtol)} judge it.`),
+    next: "An exact verdict needs a deterministic trainer (fixed reduction order, " +
+      "deterministic kernels); until then the derived-tolerance lanes catch only bugs above " +
+      "the noise.",
     evidence: [],
   }];
 }

@@ -97,7 +97,7 @@ export interface PlannedComparison {
   lane: Lane;
   /** Window of steps both sides must have. */
   window: { from: number; to: number };
-  /** Tolerance overrides of an explicit entry. */
+  /** Tolerance overrides of an explicit entry, or the derived rtol of a noise-floor lane. */
   rtol?: number;
   /** Tolerance overrides of an explicit entry. */
   atol?: number;

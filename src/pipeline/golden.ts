@@ -12,7 +12,8 @@
 
 import { join, relative } from "node:path";
 import { type MetricSeries, parseJsonl } from "../metrics/mod.ts";
-import { compareLane, unjudgedComparison } from "../parity/mod.ts";
+import { compareLane, deriveNoiseRtol, unjudgedComparison } from "../parity/mod.ts";
+import { TOLERANCE_DEFAULTS } from "../types/defaults.ts";
 import type { ToleranceSpec } from "../types/phase_spec.ts";
 import {
   type ComparisonSummary,
@@ -157,7 +158,8 @@ function placeholder(metric: string, verdict: "ABSTAIN" | "ERROR", reason: strin
 function noiseRtol(noise: NoiseFloorSummary | null): number | undefined {
   if (!noise || noise.identical) return undefined;
   if (noise.derived_rtol && noise.derived_rtol > 0) return noise.derived_rtol;
-  return noise.max_rel_deviation ? noise.max_rel_deviation * 1.5 : undefined;
+  // An older golden stored no derived_rtol: derive it by the rule in force now.
+  return noise.max_rel_deviation ? deriveNoiseRtol(noise, TOLERANCE_DEFAULTS)?.rtol : undefined;
 }
 
 /** Judges a run's baseline against the golden of its environment. */

@@ -2,6 +2,7 @@
 
 import type {
   ComparisonSummary,
+  NoiseRtolDerivation,
   PhaseSummary,
   PlanSyncSummary,
   Verdict,
@@ -239,6 +240,13 @@ function reshardVerdict(run: LoadedRun, phases: string[]): string {
   return parts.length > 0 ? parts.join(", ") : "—";
 }
 
+/** How a derived rtol was derived, in words ("—" when none was). */
+function derivationText(d: NoiseRtolDerivation | undefined): string {
+  if (d === undefined) return "—";
+  const rule = `max(max rel × ${d.multiplier}, ${stat(d.floor)})`;
+  return d.source === "tolerance-auto" ? `${rule}, tolerance: auto` : rule;
+}
+
 /** The noise-floor table (one row). */
 export function noiseTable(run: LoadedRun): Table {
   const n = run.summary.noise_floor;
@@ -248,14 +256,22 @@ export function noiseTable(run: LoadedRun): Table {
       c(n.identical ? "yes: bit-identical" : "no"),
       c(stat(n.max_rel_deviation)),
       c(stat(n.derived_rtol)),
+      c(derivationText(n.derivation)),
       c(n.spread && n.spread.length > 0 ? String(n.spread.length) : "0"),
     ]]
     : [];
   return {
     id: "noise",
     title: "Noise floor",
-    headers: ["repeats", "identical", "max rel deviation", "derived rtol", "steps that differ"],
-    numeric: [true, false, true, true, true],
+    headers: [
+      "repeats",
+      "identical",
+      "max rel deviation",
+      "derived rtol",
+      "derived as",
+      "steps that differ",
+    ],
+    numeric: [true, false, true, true, false, true],
     rows,
     empty: "No repeated baselines were run, so nondeterminism was not measured.",
   };

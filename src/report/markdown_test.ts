@@ -114,7 +114,14 @@ Deno.test("renderMarkdown() sections: state, plan sync, noise floor, phases and 
       "12\u00a0KiB",
       "—",
     ]);
-    assert.deepEqual(tableAfter(md, "Noise floor")[2], ["2", "no", "1e-7", "1e-6", "0"]);
+    assert.deepEqual(tableAfter(md, "Noise floor")[2], [
+      "2",
+      "no",
+      "1e-7",
+      "1e-6",
+      "max(max rel × 10, 9.537e-7)",
+      "0",
+    ]);
     const diag = tableAfter(md, "Diagnostics")[2];
     assert.equal(diag[3], "lr has at most 4 decimals \\| check the trainer");
     const start = md.indexOf("<details><summary>Phases: ");

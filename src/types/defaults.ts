@@ -11,10 +11,21 @@
 /** The fixed tolerance lane in force when the experiment sets no `tolerance:`. */
 export const TOLERANCE_DEFAULTS = Object.freeze({ rtol: 1e-4, atol: 0, max_failures: 0 });
 
+/**
+ * The rule that turns a measured noise floor into a relative tolerance,
+ * `max(max_rel_deviation × multiplier, floor)` (docs/parity.md, "Noise floor, ABSTAIN and
+ * `tolerance: auto`"). It judges every default exact comparison a non-identical floor silences,
+ * and is what `tolerance: {auto: true}` leaves out. The multiplier 10 covers the resume's own
+ * noise (a handful of repeats over a few dozen steps sees most, not all, of the spread) while a
+ * resume bug (lost momentum, a skipped RNG restore) stays orders of magnitude above it; the floor
+ * is 8 float32 ULPs relative (2^-20 ≈ 9.5e-7), so a tiny or zero spread never makes a tolerance
+ * tighter than float32 arithmetic.
+ */
+export const NOISE_RTOL_RULE = Object.freeze({ multiplier: 10, floor: 2 ** -20 });
+
 /** `tolerance: {auto: true}` settings the experiment leaves out. */
 export const AUTO_TOLERANCE_DEFAULTS = Object.freeze({
-  multiplier: 1.5,
-  floor: 1e-3,
+  ...NOISE_RTOL_RULE,
   atol: 0,
   max_failures: 0,
 });

@@ -315,6 +315,16 @@ export interface PlanExecution {
   reason: string;
 }
 
+/** The rule behind a `derived_rtol`: `max(max_rel_deviation × multiplier, floor)`. */
+export interface NoiseRtolDerivation {
+  /** Factor over the largest deviation the repeats showed. */
+  multiplier: number;
+  /** Lower bound of the derived rtol. */
+  floor: number;
+  /** `default` (the harness's rule) or `tolerance-auto` (the experiment's `tolerance: auto`). */
+  source: "default" | "tolerance-auto";
+}
+
 /** What the repeated baselines say about the trainer's determinism. */
 export interface NoiseFloorSummary {
   /** Extra baselines run. */
@@ -325,8 +335,13 @@ export interface NoiseFloorSummary {
   max_rel_deviation?: number;
   /** Per-step spread (max relative deviation) for steps that differ. */
   spread?: { step: number; max_rel: number }[];
-  /** Tolerance derived by `tolerance: auto`. */
+  /**
+   * The relative tolerance derived from the floor (`derivation` says how): the companion lane of
+   * every default exact comparison, and every tolerance lane under `tolerance: auto`.
+   */
   derived_rtol?: number;
+  /** How `derived_rtol` was derived: max(max_rel_deviation × multiplier, floor). */
+  derivation?: NoiseRtolDerivation;
   /** True when `spread` lists only the first differing steps (it is capped). */
   spread_truncated?: boolean;
   /** Metrics the repeats were compared on. */

@@ -348,7 +348,13 @@ export async function makeFixtureRun(parent: string, options: FixtureOptions): P
       },
     ],
     noise_floor: options.noisyRepeats
-      ? { repeats, identical: false, max_rel_deviation: 1e-7, derived_rtol: 1e-6 }
+      ? {
+        repeats,
+        identical: false,
+        max_rel_deviation: 1e-7,
+        derived_rtol: 1e-6,
+        derivation: { multiplier: 10, floor: 2 ** -20, source: "default" as const },
+      }
       : { repeats, identical: true },
     diagnostics: [
       {

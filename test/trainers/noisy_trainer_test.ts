@@ -16,10 +16,12 @@ async function phase(
   name: string,
   noise: string,
   env: Record<string, string>,
+  fault?: string,
 ): Promise<string> {
   const metrics = `${dir}/${name}.jsonl`;
+  const faults = fault === undefined ? [] : ["--fault", fault];
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", TRAINER, "--noise", noise, "--world-size", "2"],
+    args: ["run", "-A", TRAINER, "--noise", noise, "--world-size", "2", ...faults],
     env: {
       PARITY_PHASE: name,
       PARITY_STEPS: String(STEPS),
@@ -37,7 +39,7 @@ async function phase(
 }
 
 /** baseline, one repeat, split at SAVE_AT and a native resume; returns the phases. */
-async function runAll(dir: string, noise: string): Promise<PhaseEvidence[]> {
+async function runAll(dir: string, noise: string, fault?: string): Promise<PhaseEvidence[]> {
   const ckpt = `${dir}/ckpt`;
   const ok = (name: string, role: PhaseEvidence["role"], metricsPath: string): PhaseEvidence => ({
     name,
@@ -65,12 +67,12 @@ async function runAll(dir: string, noise: string): Promise<PhaseEvidence[]> {
     ok(
       "resume-native",
       "resume",
-      await phase(dir, "resume-native", noise, { PARITY_RESUME_FROM: ckpt }),
+      await phase(dir, "resume-native", noise, { PARITY_RESUME_FROM: ckpt }, fault),
     ),
   ];
 }
 
-Deno.test("noisy_trainer ends in ABSTAIN, never PASS or FAIL", async () => {
+Deno.test("noisy_trainer ends in ABSTAIN: the exact lane ABSTAINs, the derived lane PASSes", async () => {
   await withTempDir(async (dir) => {
     const phases = await runAll(dir, "1e-7");
     const e = await evaluateRun({
@@ -83,6 +85,10 @@ Deno.test("noisy_trainer ends in ABSTAIN, never PASS or FAIL", async () => {
     assert.equal(e.verdict, "ABSTAIN");
     assert.equal(e.noise_floor.identical, false);
     assert.ok((e.noise_floor.max_rel_deviation ?? 0) <= 2e-7);
+    assert.deepEqual(e.comparisons.map((c) => [c.lane, c.verdict]), [
+      ["exact", "ABSTAIN"],
+      ["tolerance", "PASS"],
+    ]);
     assert.equal(e.state_checks[0].verdict, "N/A", "the fixture emits no digests");
     const resumed = e.series.get("resume-native");
     assert.deepEqual([...(resumed?.steps ?? [])], [7, 8, 9, 10, 11, 12]);
@@ -103,5 +109,21 @@ Deno.test("noisy_trainer --noise 0 is bit-reproducible and PASSes", async () => 
     assert.equal(e.verdict, "PASS", JSON.stringify(e.comparisons.map((c) => c.reason)));
     assert.deepEqual(e.comparisons.map((c) => c.metric), ["loss", "lr"]);
     assert.equal(e.noise_floor.identical, true);
+  });
+});
+
+Deno.test("noisy_trainer --fault lost-momentum resumes from a zero momentum", async () => {
+  await withTempDir(async (dir) => {
+    const phases = await runAll(dir, "0", "lost-momentum");
+    const e = await evaluateRun({
+      steps: STEPS,
+      saveAt: SAVE_AT,
+      metrics: ["loss"],
+      phases,
+      ...SETTINGS,
+    });
+    assert.equal(e.verdict, "FAIL");
+    assert.equal(e.comparisons[0].first_divergent_step, SAVE_AT + 1);
+    assert.ok((e.comparisons[0].max_rel ?? 0) > 1e-3, `max_rel ${e.comparisons[0].max_rel}`);
   });
 });
