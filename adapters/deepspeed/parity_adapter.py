@@ -154,6 +154,11 @@ class Parity:
         """The ``saved`` event after a checkpoint (pass ``micro_step`` and ``grad_accum`` too)."""
         self._write({"event": "saved", "step": int(step), "digests": dict(digests or {}), **extra})
 
+    def snapshot(self, step: int, digests: Optional[Mapping[str, str]] = None) -> None:
+        """The ``snapshot`` event: the digests of the state after ``step`` of a run that does not save
+        (the baseline at ``PARITY_DIGEST_AT``), which the split's ``saved`` digests must equal."""
+        self._write({"event": "snapshot", "step": int(step), "digests": dict(digests or {})})
+
     def loaded(self, step: int, digests: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
         """The ``loaded`` event after restoring a checkpoint."""
         self._write({"event": "loaded", "step": int(step), "digests": dict(digests or {}), **extra})

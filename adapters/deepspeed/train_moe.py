@@ -322,6 +322,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="last optimizer step this phase runs (PARITY_STOP_AT; default --steps)")
     c.add_argument("--save-at", type=int, default=int(env.get("PARITY_SAVE_AT") or 0) or None,
                    help="save after this optimizer step (PARITY_SAVE_AT; split phase)")
+    c.add_argument("--digest-at", type=int, default=int(env.get("PARITY_DIGEST_AT") or 0) or None,
+                   help="after this step, report the state's digests without saving (PARITY_DIGEST_AT; "
+                        "baseline phase: the save check's reference)")
     c.add_argument("--seed", type=int, default=int(env.get("PARITY_SEED") or 1234), help="PARITY_SEED")
     c.add_argument("--checkpoint-dir", default=env.get("PARITY_CHECKPOINT_DIR") or None,
                    help="save_dir of the split: <dir>/global_step<N>/ and <dir>/latest (PARITY_CHECKPOINT_DIR)")
@@ -478,6 +481,10 @@ def main(argv: list[str]) -> int:
             engine.monitor.write_events([("Train/Samples/train_loss", loss_value, engine.global_samples)])
         parity.step(step, loss=loss_value, lr=lr,
                     grad_norm=float(grad_norm) if grad_norm is not None else None)
+        if a.digest_at is not None and step == a.digest_at:
+            # What the uninterrupted run holds where the split saves: the same digests the save
+            # reports, without saving (gathers only; no RNG draw, nothing the next step reads).
+            parity.snapshot(step, digests=parity.engine_digests(engine, data=sampler.state_dict()))
         if a.save_at is not None and step == a.save_at:
             t3 = time.perf_counter()
             engine.save_checkpoint(a.checkpoint_dir, tag=f"global_step{step}",
@@ -504,4 +511,11 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # Past a successful run nothing is left to write (metrics are appended and closed per record,
+    # checkpoints are written synchronously), so the process ends without interpreter
+    # finalization: with destroy_process_group alone a rank still died with SIGABRT now and then
+    # at exit under load (docs/deepspeed.md, "Teardown"). An exception still unwinds normally.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
