@@ -16,6 +16,8 @@ export interface Detection {
   step: number;
   /** State component the state check of `statePhase` must name, if any. */
   state?: string;
+  /** A tensor (`<parameter> · <kind>`) that check must name among its differing tensors. */
+  tensor?: string;
   /** Phase whose state check names `state`: a resume's restore check, or `split`'s save check. */
   statePhase?: string;
   /** A diagnostic code the run must carry, if any. */
@@ -74,6 +76,7 @@ export const DETECTION_MATRIX: Detection[] = [
     step: 22,
     state: "exp_avg_sq",
     statePhase: "resume-universal",
+    tensor: "layers.0.experts.w2 · expert 3 · exp_avg_sq",
     note: "the converter zeroes second moments: universal resumes only; native passes",
   },
   {
@@ -103,6 +106,7 @@ export const DETECTION_MATRIX: Detection[] = [
     step: 21,
     state: "params",
     statePhase: "resume-universal",
+    tensor: "head.weight · params",
     note: "column-split head merged as row-split: universal weights wrong from the first step",
   },
   {
@@ -155,6 +159,7 @@ export const SUBTLE_DETECTIONS: Detection[] = [
     step: 1002,
     state: "exp_avg",
     statePhase: "resume-reshard",
+    tensor: "layers.0.experts.w2 · expert 1 · exp_avg",
     note: "EP rank 1's first expert gets EP rank 0's Adam moments: thousands of ULPs at N+2",
   },
 ];

@@ -61,6 +61,7 @@ for (const row of SUBTLE_DETECTIONS) {
     if (row.state) {
       assert.equal(check.verdict, "FAIL", why);
       assert.ok(check.differing.includes(row.state), why);
+      if (row.tensor) assert.ok(check.differing_tensors?.includes(row.tensor), why);
     } else {
       assert.equal(check.verdict, "PASS", "every digest matches: only the loss can tell");
     }

@@ -77,6 +77,7 @@ for (const row of DETECTION_MATRIX) {
       const check = summary.state_checks.find((s) => s.phase === row.statePhase)!;
       assert.equal(check.verdict, "FAIL", why);
       assert.ok(check.differing.includes(row.state), why);
+      if (row.tensor) assert.ok(check.differing_tensors?.includes(row.tensor), why);
     } else {
       assert.ok(
         summary.state_checks.every((s) => s.verdict !== "FAIL"),

@@ -88,6 +88,7 @@ export {
   checkSavedState,
   findDigestEvent,
   stateCheckName,
+  tensorNote,
 } from "./state_checks.ts";
 export { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 export {

@@ -20,6 +20,7 @@ import type {
 } from "../types/summary.ts";
 import { driftFailureText } from "./drift.ts";
 import { causeLines } from "./_child_tail.ts";
+import { tensorNote } from "./state_checks.ts";
 import { stat } from "../format/numbers.ts";
 
 /** The stable codes of {@link Finding}s. */
@@ -128,7 +129,7 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
     code: CAUSE_CODES.saveDiffers,
     applies: (f) => f.saveDiffering.length > 0,
     card: (f) => ({
-      title: `${saveWrong(f.saveDiffering, f.run.save_at)}; ${f.every.toLowerCase()} ` +
+      title: `${saveWrong(f.run, f.saveDiffering)}; ${f.every.toLowerCase()} ` +
         `diverges from it: ${f.first.headline}${f.first.more}${f.stateNote}.`,
       next: saveNext(f.saveDiffering),
     }),
@@ -355,7 +356,11 @@ function divergenceFacts(
         run.state_checks.filter((s) => s.check === "save").flatMap((s) => s.differing),
       ),
     ],
-    stateNote: differing.length > 0 ? `; state check names ${differing.join(", ")}` : "",
+    stateNote: differing.length > 0
+      ? `; state check names ${differing.join(", ")}${
+        tensorNote(loads.filter((s) => s.verdict === "FAIL"))
+      }`
+      : "",
     stateEqual: loads.length > 0 && loads.every((s) => s.verdict === "PASS"),
     noDigests: loads.every((s) => !s.available),
     diagnostic: (code) => run.diagnostics.find((d) => d.code === code),
@@ -376,15 +381,18 @@ function saveFindings(run: RootCauseInput): Finding[] {
     phases: [s.phase],
     state: s.differing,
     headline: `the save differs from the uninterrupted run in ${s.differing.join(", ")}`,
-    title: `${saveWrong(s.differing, run.save_at)}; no loss shows it within the window.`,
+    title: `${saveWrong(run, s.differing)}; no loss shows it within the window.`,
     next: saveNext(s.differing),
     evidence: [`${s.phase}: ${s.reason ?? s.differing.join(", ")}`],
   }));
 }
 
-function saveWrong(differing: string[], saveAt: number): string {
+function saveWrong(run: RootCauseInput, differing: string[]): string {
+  const saves = run.state_checks.filter((s) => s.check === "save");
   return `The checkpoint is wrong, not its load: the saved state differs from the ` +
-    `uninterrupted run's state at step ${saveAt} in ${differing.join(", ")}`;
+    `uninterrupted run's state at step ${run.save_at} in ${differing.join(", ")}${
+      tensorNote(saves)
+    }`;
 }
 
 function saveNext(differing: string[]): string {
@@ -418,7 +426,10 @@ function stateOnlyFindings(run: RootCauseInput): Finding[] {
       phases,
       state: names.split(", "),
       headline: `state check of ${phases[0]} names ${names}; its losses pass`,
-      title: `${who}: the restored state differs from the saved one (${names}) while the ` +
+      title:
+        `${who}: the restored state differs from the saved one (${names}${
+          tensorNote(run.state_checks.filter((s) => phases.includes(s.phase) && s.check !== "save"))
+        }) while the ` +
         `losses pass (${lanes} lane): a difference the loss does not show within the window.`,
       next: `Restore ${names} on load as saved; the loss would show it later, or never on ` +
         "this window (one parameter, a component only a later step reads).",

@@ -128,6 +128,7 @@ function _compareDigests(
   if (reference.step !== null && candidate.step !== null && reference.step !== candidate.step) {
     differing.unshift("step");
   }
+  const tensors = _differingTensors(reference.fields.tensors, candidate.fields.tensors);
   const summary: StateCheckSummary = {
     ...base,
     verdict: "PASS",
@@ -136,6 +137,10 @@ function _compareDigests(
     compared,
   };
   if (missing.length > 0) summary.missing = missing;
+  if (tensors && tensors.length > 0) {
+    summary.differing_tensors = tensors.slice(0, MAX_TENSORS_NAMED);
+    summary.differing_tensors_total = tensors.length;
+  }
   if (differing.length > 0) {
     summary.verdict = "FAIL";
     const stepNote = differing[0] === "step"
@@ -149,6 +154,31 @@ function _compareDigests(
     summary.reason = `all ${compared.length} state components ${pair.matches}.`;
   }
   return summary;
+}
+
+/** Differing tensors a state check lists (the total is counted). */
+export const MAX_TENSORS_NAMED = 50;
+
+/**
+ * The tensors whose per-tensor digests differ (or that one side lacks), in the reference's
+ * order; null unless both events carry a `tensors` map.
+ */
+function _differingTensors(a: unknown, b: unknown): string[] | null {
+  if (!isDigestMap(a) || !isDigestMap(b)) return null;
+  const names = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+  return names.filter((n) => JSON.stringify(a[n]) !== JSON.stringify(b[n]));
+}
+
+/**
+ * The tensors the first check that names any names, in words: ` — layers.0.experts.w2 · expert 2
+ * · exp_avg, … (+3 more tensors)`; empty when no check names tensors.
+ */
+export function tensorNote(checks: readonly StateCheckSummary[], shown = 3): string {
+  const check = checks.find((c) => (c.differing_tensors ?? []).length > 0);
+  if (check === undefined) return "";
+  const named = check.differing_tensors!.slice(0, shown);
+  const more = (check.differing_tensors_total ?? named.length) - named.length;
+  return ` — ${named.join(", ")}${more > 0 ? ` (+${more} more tensors)` : ""}`;
 }
 
 /** How reports name a state check: its phase, and `(save)` for the save check. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseJsonl } from "../metrics/jsonl.ts";
 import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
-import { checkRestoredState, checkSavedState, stateCheckName } from "./state_checks.ts";
+import { checkRestoredState, checkSavedState, stateCheckName, tensorNote } from "./state_checks.ts";
 
 const saved = (digests: Record<string, unknown>, step = 20) =>
   parseJsonl(jsonl([{ step: 1, loss: 1 }, { event: "saved", step, digests }]));
@@ -59,4 +59,30 @@ Deno.test("checkSavedState() judges the saved digests against the baseline's sna
   const none = checkSavedState("split", undefined, saved(d), 20);
   assert.equal(none.verdict, "N/A");
   assert.match(none.reason ?? "", /baseline's snapshot event does not carry/);
+});
+
+Deno.test("checkRestoredState() names the differing tensors when both sides carry them", () => {
+  const d = { exp_avg: "m", params: "p" };
+  const t = {
+    "layers.0.experts.w2 · expert 1 · exp_avg": "a",
+    "layers.0.experts.w2 · expert 2 · exp_avg": "b",
+    "head.weight · params": "c",
+  };
+  const withTensors = (digests: Record<string, unknown>, tensors: Record<string, string>) =>
+    parseJsonl(jsonl([{ step: 1, loss: 1 }, { event: "saved", step: 20, digests, tensors }]));
+  const resumed = parseJsonl(jsonl([
+    {
+      event: "loaded",
+      step: 20,
+      digests: { ...d, exp_avg: "m2" },
+      tensors: { ...t, "layers.0.experts.w2 · expert 2 · exp_avg": "b2" },
+    },
+  ]));
+  const r = checkRestoredState("resume-reshard", withTensors(d, t), resumed, 20);
+  assert.deepEqual(r.differing, ["exp_avg"]);
+  assert.deepEqual(r.differing_tensors, ["layers.0.experts.w2 · expert 2 · exp_avg"]);
+  assert.equal(r.differing_tensors_total, 1);
+  assert.equal(tensorNote([r]), " — layers.0.experts.w2 · expert 2 · exp_avg");
+  // Without tensors on one side, only components are named.
+  assert.equal(checkRestoredState("x", saved(d), resumed, 20).differing_tensors, undefined);
 });

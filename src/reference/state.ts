@@ -182,21 +182,66 @@ export function stateFromLoaded(layout: Layout, loaded: LoadedCheckpoint): Train
  * tensor (so digests compare across topologies); replicas that disagree hash differently.
  */
 function hashLogical(h: Hasher64, map: ParamAffineMap, shards: Float32Array[]): void {
-  const byRank = new Map<number, Float32Array>();
-  shards.forEach((s, p) => {
-    if (map.ranks.has(p)) byRank.set(p, s);
-  });
-  let full: Float32Array;
-  try {
-    full = rebuild(map, byRank);
-  } catch (e) {
-    if (!(e instanceof ReplicaConflictError)) throw e;
+  const full = _logicalOrNull(map, shards);
+  if (full === null) {
     h.updateString("replicas-diverge");
     for (const s of shards) h.updateArray(s);
     return;
   }
   h.updateString(JSON.stringify(map.logicalShape));
   h.updateArray(full);
+}
+
+/** The tensor kinds of a parameter, named as the state components name them. */
+const TENSOR_KINDS: readonly [string, (ps: ParamState) => Float32Array[]][] = [
+  ["params", (p) => p.fp32],
+  ["exp_avg", (p) => p.expAvg],
+  ["exp_avg_sq", (p) => p.expAvgSq],
+  ["module_params", (p) => p.module],
+];
+
+/**
+ * One digest per parameter and tensor kind of the logical, unsharded state, and one per expert
+ * for expert parameters (`layers.0.experts.w2 · expert 2 · exp_avg`): what a failing state check
+ * names when a component digest differs.
+ */
+export function tensorDigests(state: TrainState): Record<string, string> {
+  const { layout, params } = state;
+  const out: Record<string, string> = {};
+  for (const spec of layout.specs) {
+    const map = layout.maps.get(spec.name)!;
+    for (const [kind, pick] of TENSOR_KINDS) {
+      const shards = pick(params.get(spec.name)!);
+      const full = _logicalOrNull(map, shards);
+      if (full === null || spec.kind !== "expert") {
+        const h = new Hasher64();
+        hashLogical(h, map, shards);
+        out[`${spec.name} · ${kind}`] = h.digest();
+        continue;
+      }
+      const experts = spec.shape[0];
+      const per = full.length / experts;
+      for (let e = 0; e < experts; e++) {
+        const h = new Hasher64().updateArray(full.subarray(e * per, (e + 1) * per));
+        out[`${spec.name} · expert ${e} · ${kind}`] = h.digest();
+      }
+    }
+  }
+  return out;
+}
+
+/** The logical tensor, or null when its replicas disagree (hashed as such, whole). */
+function _logicalOrNull(map: ParamAffineMap, shards: Float32Array[]): Float32Array | null {
+  const byRank = new Map<number, Float32Array>();
+  shards.forEach((s, p) => {
+    if (map.ranks.has(p)) byRank.set(p, s);
+  });
+  try {
+    return rebuild(map, byRank);
+  } catch (e) {
+    if (e instanceof ReplicaConflictError) return null;
+    throw e;
+  }
 }
 
 /** Digest of one tensor component (fp32, exp_avg, ...) over every parameter. */

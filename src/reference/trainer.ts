@@ -22,6 +22,7 @@ import {
   initState,
   stateDigests,
   stateFromLoaded,
+  tensorDigests,
   type TrainState,
 } from "./state.ts";
 
@@ -147,6 +148,7 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
         kind: loaded.kind,
         path: loaded.path,
         digests: stateDigests(state),
+        tensors: tensorDigests(state),
       });
     }
     for (let k = start + 1; k <= opts.stopAt; k++) {
@@ -158,7 +160,12 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
       }
       // What the uninterrupted run holds where the split saves: hashing reads, draws nothing.
       if (k === opts.digestAt) {
-        sink.write({ event: "snapshot", step: k, digests: stateDigests(state) });
+        sink.write({
+          event: "snapshot",
+          step: k,
+          digests: stateDigests(state),
+          tensors: tensorDigests(state),
+        });
       }
       if (k === opts.saveAt) save(state, engine, opts, sink, io);
     }
@@ -184,6 +191,7 @@ function save(
     state.common.rng.offset += 1;
   }
   const digests = stateDigests(state);
+  const tensors = tensorDigests(state);
   const path = saveNative(state, {
     checkpointDir: opts.checkpointDir!,
     gradAccum: opts.gradAccum,
@@ -201,6 +209,7 @@ function save(
     grad_accum: opts.gradAccum,
     micro_step: state.common.microStep,
     digests,
+    tensors,
   });
   if (opts.progress) io.log(`saved ${path}`);
 }

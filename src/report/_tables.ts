@@ -7,7 +7,13 @@ import type {
   PlanSyncSummary,
   Verdict,
 } from "../types/summary.ts";
-import { type Culprit, culprits, stateCheckName, ulpDistanceIn } from "../parity/mod.ts";
+import {
+  type Culprit,
+  culprits,
+  stateCheckName,
+  tensorNote,
+  ulpDistanceIn,
+} from "../parity/mod.ts";
 import {
   bytes,
   comparisonUlp,
@@ -157,17 +163,27 @@ export function comparisonsTable(run: LoadedRun, which: ComparisonRows = "all"):
  * (the PR comment, which names the others in a line).
  */
 export function stateTable(run: LoadedRun, which: ComparisonRows = "all"): Table {
+  const checks = run.summary.state_checks.filter((s) =>
+    which === "all" || (s.available && s.verdict !== "PASS")
+  );
+  // The tensors column appears only when some check names tensors (per-tensor digests).
+  const tensors = checks.some((s) => (s.differing_tensors ?? []).length > 0);
   return {
     id: "state",
     title: "State checks",
-    headers: ["phase", "verdict", "differing components", "compared"],
-    numeric: [false, false, false, false],
-    rows: run.summary.state_checks.filter((s) =>
-      which === "all" || (s.available && s.verdict !== "PASS")
-    ).map((s) => [
+    headers: [
+      "phase",
+      "verdict",
+      "differing components",
+      ...(tensors ? ["differing tensors"] : []),
+      "compared",
+    ],
+    numeric: [false, false, false, ...(tensors ? [false] : []), false],
+    rows: checks.map((s) => [
       c(stateCheckName(s)),
       s.available ? verdictCell(s.verdict) : verdictCell("N/A", " (no digests)"),
       c(s.differing.length > 0 ? s.differing.join(", ") : "—"),
+      ...(tensors ? [c(tensorNote([s]).replace(/^ — /, "") || "—")] : []),
       c(s.compared && s.compared.length > 0 ? s.compared.join(", ") : "—"),
     ]),
     empty: "No state checks (the trainer emitted no digests or no resume ran).",

@@ -10,7 +10,7 @@
 
 import type { RunSummary } from "../types/summary.ts";
 import { comparisonUlp, comparisonUlpText, exact } from "../format/numbers.ts";
-import { blamedPhases, stateCheckName } from "../parity/mod.ts";
+import { blamedPhases, stateCheckName, tensorNote } from "../parity/mod.ts";
 import { plannerText, secondOpinionText, stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
 
@@ -156,7 +156,9 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
       kind: "failure",
       type: "StateMismatch",
       message,
-      body: `${message}\ncompared: ${(st.compared ?? []).join(", ")}`,
+      body: `${message}${tensorNote([st]).replace(/^ — /, "\ntensors: ")}\ncompared: ${
+        (st.compared ?? []).join(", ")
+      }`,
     };
   } else if (st.verdict === "ERROR") {
     outcome = {
@@ -176,6 +178,12 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
     properties: [
       ["verdict", st.verdict],
       ["differing", st.differing.join(", ")],
+      ...(st.differing_tensors
+        ? [
+          ["differing_tensors", st.differing_tensors.join(", ")] as [string, string],
+          ["differing_tensors_total", String(st.differing_tensors_total)] as [string, string],
+        ]
+        : []),
       ["compared", (st.compared ?? []).join(", ")],
     ],
   };

@@ -223,3 +223,33 @@ Deno.test("renderJunit() reports a plan executed on the bytes and names the brok
     await Deno.remove(tmp, { recursive: true });
   }
 });
+
+Deno.test("renderJunit() names a state check's differing tensors; the save check is `split (save)`", async () => {
+  const { fail, tmp } = await fixtureSummaries();
+  try {
+    const check = fail.state_checks.find((s) => s.verdict === "FAIL")!;
+    check.differing_tensors = ["layers.0.experts.w2 · expert 1 · exp_avg"];
+    check.differing_tensors_total = 3;
+    fail.state_checks.push({
+      phase: "split",
+      check: "save",
+      verdict: "FAIL",
+      available: true,
+      differing: ["rng"],
+      compared: ["rng"],
+    });
+    const { problems, root } = validateJunit(renderJunit([{ summary: fail }]));
+    assert.deepEqual(problems, []);
+    const state = cases(root!, "quickstart").filter((c) =>
+      c.attrs.classname === "quickstart.state"
+    );
+    const named = state.find((c) => c.attrs.name === check.phase)!;
+    assert.equal(properties(named).differing_tensors, "layers.0.experts.w2 · expert 1 · exp_avg");
+    assert.equal(properties(named).differing_tensors_total, "3");
+    const save = state.find((c) => c.attrs.name === "split (save)")!;
+    const failure = save.children.find((c) => c.name === "failure")!;
+    assert.match(failure.attrs.message, /saved state differs from the baseline's.*: rng/);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});

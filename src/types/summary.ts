@@ -197,6 +197,13 @@ export interface StateCheckSummary {
   available: boolean;
   /** Components whose digests differ. */
   differing: string[];
+  /**
+   * The tensors whose per-tensor digests differ (`layers.0.experts.w2 · expert 2 · exp_avg`), the
+   * first 50, when both events carry `tensors`.
+   */
+  differing_tensors?: string[];
+  /** How many tensors differ in all. */
+  differing_tensors_total?: number;
   /** Components compared. */
   compared?: string[];
   /** Components present on only one side (not verifiable; makes the check ERROR, never PASS). */
