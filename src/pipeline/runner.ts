@@ -195,27 +195,38 @@ async function runLocked(
     return await environment;
   });
   recorded.catch(() => {}); // awaited after the phases
-  const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
-  const facts = await recorded;
-  await gitKnown;
-  // The final manifest is written while the evidence is judged.
-  const manifestWritten = writeJsonInTurn(manifestPath, manifest);
-  manifestWritten.catch(() => {}); // awaited below
+  let manifestWritten: Promise<void> | undefined;
+  try {
+    const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
+    const facts = await recorded;
+    await gitKnown;
+    // The final manifest is written while the evidence is judged.
+    manifestWritten = writeJsonInTurn(manifestPath, manifest);
+    manifestWritten.catch(() => {}); // awaited below
 
-  const judged = await summarizeRun(plan, [...states.values()], {
-    runId,
-    started,
-    interrupted,
-    gitCommit: manifest.git.commit,
-    golden: plan.judge.golden
-      ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
-      : undefined,
-  });
-  // The completion markers are written while the evidence is judged, which does not read them.
-  await Promise.all([...states.values()].map((s) => s.completion));
-  await manifestWritten;
-  const published = await publishRun(plan, judged, options, experimentDir);
-  return { runDir, summary: published };
+    const judged = await summarizeRun(plan, [...states.values()], {
+      runId,
+      started,
+      interrupted,
+      gitCommit: manifest.git.commit,
+      golden: plan.judge.golden
+        ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
+        : undefined,
+    });
+    // The completion markers are written while the evidence is judged, which does not read them.
+    await Promise.all([...states.values()].map((s) => s.completion));
+    await manifestWritten;
+    const published = await publishRun(plan, judged, options, experimentDir);
+    return { runDir, summary: published };
+  } finally {
+    // Every write still in flight ends (done, or failed and cleaned up) before an error leaves
+    // the run: a process exiting mid-write would leave a *.tmp behind (a full disk).
+    await Promise.allSettled([
+      recorded,
+      manifestWritten,
+      ...[...states.values()].map((s) => s.completion),
+    ]);
+  }
 }
 
 /**

@@ -72,16 +72,15 @@ async function runAll(dir: string, noise: string, fault?: string): Promise<Phase
   ];
 }
 
+/** The engine's judgement of the phases, on `metrics`. */
+function judge(phases: Awaited<ReturnType<typeof runAll>>, metrics: string[]) {
+  return evaluateRun({ steps: STEPS, saveAt: SAVE_AT, metrics, phases, ...SETTINGS });
+}
+
 Deno.test("noisy_trainer ends in ABSTAIN: the exact lane ABSTAINs, the derived lane PASSes", async () => {
   await withTempDir(async (dir) => {
     const phases = await runAll(dir, "1e-7");
-    const e = await evaluateRun({
-      steps: STEPS,
-      saveAt: SAVE_AT,
-      metrics: ["loss"],
-      phases,
-      ...SETTINGS,
-    });
+    const e = await judge(phases, ["loss"]);
     assert.equal(e.verdict, "ABSTAIN");
     assert.equal(e.noise_floor.identical, false);
     assert.ok((e.noise_floor.max_rel_deviation ?? 0) <= 2e-7);
@@ -99,13 +98,7 @@ Deno.test("noisy_trainer ends in ABSTAIN: the exact lane ABSTAINs, the derived l
 Deno.test("noisy_trainer --noise 0 is bit-reproducible and PASSes", async () => {
   await withTempDir(async (dir) => {
     const phases = await runAll(dir, "0");
-    const e = await evaluateRun({
-      steps: STEPS,
-      saveAt: SAVE_AT,
-      metrics: ["loss", "lr"],
-      phases,
-      ...SETTINGS,
-    });
+    const e = await judge(phases, ["loss", "lr"]);
     assert.equal(e.verdict, "PASS", JSON.stringify(e.comparisons.map((c) => c.reason)));
     assert.deepEqual(e.comparisons.map((c) => c.metric), ["loss", "lr"]);
     assert.equal(e.noise_floor.identical, true);
@@ -115,13 +108,7 @@ Deno.test("noisy_trainer --noise 0 is bit-reproducible and PASSes", async () => 
 Deno.test("noisy_trainer --fault lost-momentum resumes from a zero momentum", async () => {
   await withTempDir(async (dir) => {
     const phases = await runAll(dir, "0", "lost-momentum");
-    const e = await evaluateRun({
-      steps: STEPS,
-      saveAt: SAVE_AT,
-      metrics: ["loss"],
-      phases,
-      ...SETTINGS,
-    });
+    const e = await judge(phases, ["loss"]);
     assert.equal(e.verdict, "FAIL");
     assert.equal(e.comparisons[0].first_divergent_step, SAVE_AT + 1);
     assert.ok((e.comparisons[0].max_rel ?? 0) > 1e-3, `max_rel ${e.comparisons[0].max_rel}`);
