@@ -149,3 +149,30 @@ Deno.test("root cause: a timeout names the phase, its last log line and the time
     await Deno.remove(r.dir, { recursive: true });
   }
 });
+
+Deno.test("root cause: four different resume faults in one run get four cards", async () => {
+  const fault = (name: string) => ({ from: "native", args: { fault: name } });
+  const r = await runExperiment("four-faults", {
+    schedule: { steps: 12, save_at: 6 },
+    trainer: { preset: "reference" },
+    resume: {
+      rng: fault("skip-rng-restore"),
+      sampler: fault("skip-sampler-restore"),
+      scheduler: fault("skip-scheduler-restore"),
+      adam: fault("reset-adam-step"),
+    },
+  });
+  try {
+    assert.equal(r.run.code, 1, r.run.stderr);
+    const cards = (r.summary.findings ?? []).map((f) => [f.code, f.state?.join(",")]);
+    assert.deepEqual(cards.sort(), [
+      ["cause-lr-schedule", "lr_scheduler"],
+      ["cause-state-not-restored", "optimizer_step"],
+      ["cause-state-not-restored", "rng"],
+      ["cause-state-not-restored", "sampler"],
+    ]);
+    for (const f of r.summary.findings!) assert.equal(f.comparisons?.length, 1, f.title);
+  } finally {
+    await Deno.remove(r.dir, { recursive: true });
+  }
+});

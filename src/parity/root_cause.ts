@@ -292,24 +292,78 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds): Finding
   return ROOT_CAUSE_RULES.flatMap((rule) => rule.find(run, kinds));
 }
 
-/** The divergence card: the first {@link DIVERGENCE_RULES} rule that applies. */
+/**
+ * The divergence cards: one per distinct fault pattern, each written by the first
+ * {@link DIVERGENCE_RULES} rule that applies to it. A pattern is the set of state components the
+ * restore checks of its resumes name: resumes broken in different places (one in `rng`, another in
+ * `lr_scheduler`) get a card each, those broken alike share one. A failing save check explains
+ * every resume, so it keeps them all on one card, as do runs without digests.
+ */
 function divergenceFindings(run: RootCauseInput, kinds: ResumeKinds): Finding[] {
   const failing = run.comparisons.filter((c) => c.verdict === "FAIL");
   if (failing.length === 0) return [];
-  const facts = divergenceFacts(run, kinds, failing);
-  const rule = DIVERGENCE_RULES.find((r) => r.applies(facts))!;
-  const { first, groups, stateNote } = facts;
-  const named = [...new Set([...facts.saveDiffering, ...facts.differing])];
-  return [{
-    verdict: "FAIL",
-    comparisons: first.members,
-    step: first.step ?? undefined,
-    state: named.length > 0 ? named : undefined,
-    evidence: groups.map(groupText),
-    headline: `${first.headline}${stateNote}${first.more}`,
-    code: rule.code,
-    ...rule.card(facts),
-  }];
+  return _faultPatterns(run, failing).map((pattern) => {
+    const facts = divergenceFacts(pattern.run, kinds, pattern.failing);
+    const rule = DIVERGENCE_RULES.find((r) => r.applies(facts))!;
+    const { first, groups, stateNote } = facts;
+    const named = [...new Set([...facts.saveDiffering, ...facts.differing])];
+    return {
+      verdict: "FAIL",
+      comparisons: first.members,
+      step: first.step ?? undefined,
+      state: named.length > 0 ? named : undefined,
+      evidence: groups.map(groupText),
+      headline: `${first.headline}${stateNote}${first.more}`,
+      code: rule.code,
+      ...rule.card(facts),
+    };
+  });
+}
+
+/** One fault pattern: its failing comparisons and the run as its rules see it. */
+interface _FaultPattern {
+  failing: ComparisonSummary[];
+  run: RootCauseInput;
+}
+
+/**
+ * Splits the failing comparisons by the components the restore checks of their phases name
+ * (a comparison of two resumes takes both sets), earliest first. Each pattern's run keeps the
+ * passing comparisons, its own failing ones, the resumes no other pattern holds, its own restore
+ * checks, every save check, and the diagnostics of its phases (or of none).
+ */
+function _faultPatterns(run: RootCauseInput, failing: ComparisonSummary[]): _FaultPattern[] {
+  const loads = run.state_checks.filter((s) => s.check !== "save");
+  const saveFails = run.state_checks.some((s) => s.check === "save" && s.verdict === "FAIL");
+  const named = (phase: string) => loads.find((s) => s.phase === phase)?.differing ?? [];
+  const signature = (c: ComparisonSummary) =>
+    saveFails ? "" : [...new Set([...named(c.a), ...named(c.b)])].sort().join(",");
+  const bySignature = new Map<string, ComparisonSummary[]>();
+  for (const group of groupFailures(failing)) {
+    for (const name of group.members) {
+      const c = failing.find((x) => x.name === name)!;
+      const key = signature(c);
+      bySignature.set(key, [...(bySignature.get(key) ?? []), c]);
+    }
+  }
+  if (bySignature.size === 1) return [{ failing, run }];
+  const broken = new Set(failing.flatMap((c) => [c.a, c.b]));
+  return [...bySignature.values()].map((own) => {
+    const phases = new Set(own.flatMap((c) => [c.a, c.b]));
+    return {
+      failing: own,
+      run: {
+        ...run,
+        // Other patterns' resumes are theirs: "every resume" counts this pattern's and the rest.
+        phases: run.phases.filter((p) =>
+          p.role !== "resume" || phases.has(p.name) || !broken.has(p.name)
+        ),
+        comparisons: run.comparisons.filter((c) => c.verdict !== "FAIL" || own.includes(c)),
+        state_checks: run.state_checks.filter((s) => s.check === "save" || phases.has(s.phase)),
+        diagnostics: run.diagnostics.filter((d) => d.phase === undefined || phases.has(d.phase)),
+      },
+    };
+  });
 }
 
 function divergenceFacts(
