@@ -28,6 +28,7 @@ const REPORT_LINE =
   /^\s*(?:=+|-+|.* FAILED|Failures:|<NO_OTHER_FAILURES>|Root Cause \(first observed failure\):|\[\d+\]:|(?:time|host|rank|exitcode|error_file|traceback)\s*:.*)\s*$/;
 const REPORT_EXIT = /^\s*exitcode\s*:\s*(-?\d+)(.*)$/;
 const REPORT_RANK = /^\s*rank\s*:\s*(\d+)/;
+const REPORT_SIGNAL = /^\s*traceback\s*:\s*Signal \d+ \((SIG\w+)\)/;
 
 /** The cause lines of a failed child's `tail` (its last output lines, oldest first). */
 export function causeLines(tail: string): CauseLines {
@@ -61,11 +62,14 @@ function _launcherReport(lines: string[]): { start: number; line: string } | nul
   }
   let rank: string | null = null;
   let exit: string | null = null;
+  let signal: string | null = null;
   for (const line of report) {
     rank = REPORT_RANK.exec(line)?.[1] ?? rank;
+    signal = REPORT_SIGNAL.exec(line)?.[1] ?? signal;
     const m = REPORT_EXIT.exec(line);
     if (m) exit = `${m[1]}${m[2].replace(/\(pid: \d+\)/, "").replace(/\s+/g, " ").trimEnd()}`;
   }
+  if (signal && !exit?.includes(signal)) exit = `${exit} (${signal})`;
   const who = rank === null ? "a rank" : `rank ${rank}`;
   return { start, line: `launcher: ${who} ended with exit code ${exit}` };
 }

@@ -32,7 +32,7 @@ Root Cause (first observed failure):
 
 Deno.test("causeLines: torchrun's report becomes one line; the rank's message is the headline", () => {
   const { lines, headline } = causeLines(TORCHRUN_TAIL);
-  assert.equal(lines.at(-1), "launcher: rank 1 ended with exit code -6");
+  assert.equal(lines.at(-1), "launcher: rank 1 ended with exit code -6 (SIGABRT)");
   assert.ok(lines.some((l) => l.includes("terminate called")), lines.join("\n"));
   assert.ok(!lines.some((l) => l.includes("error_file")), "the report's fields are folded");
   assert.match(headline ?? "", /^what\(\): .*Connection reset by peer$/);
@@ -41,8 +41,8 @@ Deno.test("causeLines: torchrun's report becomes one line; the rank's message is
 Deno.test("causeLines: a torchrun report alone names the rank and how it ended", () => {
   const reportOnly = TORCHRUN_TAIL.split("\n").slice(12).join("\n");
   const { lines, headline } = causeLines(reportOnly);
-  assert.deepEqual(lines, ["launcher: rank 1 ended with exit code -6"]);
-  assert.equal(headline, "launcher: rank 1 ended with exit code -6");
+  assert.deepEqual(lines, ["launcher: rank 1 ended with exit code -6 (SIGABRT)"]);
+  assert.equal(headline, "launcher: rank 1 ended with exit code -6 (SIGABRT)");
 });
 
 Deno.test("causeLines: a plain child's tail keeps its last lines and last error line", () => {
