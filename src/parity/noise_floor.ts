@@ -92,9 +92,11 @@ export function measureNoiseFloor(
       code: PARITY_CODES.nondeterministic,
       step: steps[0],
       count: steps.length,
-      message: `repeated baselines differ from the baseline at ${steps.length} steps (first ${
-        steps[0]
-      }, max relative deviation ${maxRel}): exact lanes ABSTAIN`,
+      message:
+        `repeated baselines differ from the baseline at ${steps.length} steps (first ${
+          steps[0]
+        }, max relative deviation ${maxRel}): exact lanes ABSTAIN; default comparisons are also ` +
+        "judged at a tolerance derived from this deviation",
     });
   } else if (compared === 0) {
     summary.identical = true;
