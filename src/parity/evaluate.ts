@@ -141,6 +141,14 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
   }
 
   const split = input.phases.find((p) => p.role === "split");
+  const incomplete = (phase: string, check?: "save"): StateCheckSummary => ({
+    phase,
+    ...(check ? { check } : {}),
+    verdict: "ERROR",
+    available: false,
+    differing: [],
+    reason: `phase ${phase} did not complete.`,
+  });
   const state_checks: StateCheckSummary[] = input.phases
     .filter((p) => p.role === "resume")
     .map((p) =>
@@ -151,13 +159,7 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
           judged(p.name),
           input.saveAt,
         )
-        : {
-          phase: p.name,
-          verdict: "ERROR" as const,
-          available: false,
-          differing: [],
-          reason: `phase ${p.name} did not complete.`,
-        }
+        : incomplete(p.name)
     );
   // The save check, where the baseline reported its state at the save step (`${digest_at}`).
   const snapshot = baseline?.status === "ok"
@@ -167,14 +169,7 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     state_checks.unshift(
       split.status === "ok"
         ? checkSavedState(split.name, judged(baseline.name), judged(split.name), input.saveAt)
-        : {
-          phase: split.name,
-          check: "save",
-          verdict: "ERROR",
-          available: false,
-          differing: [],
-          reason: `phase ${split.name} did not complete.`,
-        },
+        : incomplete(split.name, "save"),
     );
   }
 
@@ -381,17 +376,15 @@ export function judgeSeries(
     lane_reason: plan.laneReason,
   };
   const facts: EvidenceFacts = { inputErrors: [] };
-  const rounding = roundedSides(
-    windowValues(a, plan.metric, span),
-    windowValues(b, plan.metric, span),
-  );
+  const windows = [windowValues(a, plan.metric, span), windowValues(b, plan.metric, span)];
+  const rounding = roundedSides(windows[0], windows[1]);
   const sides = [plan.a, plan.b].filter((_, i) => rounding[i] !== null);
   if (sides.length > 0) {
     const [ra, rb] = rounding.map(roundingBound);
     const allow = { atol: ra.atol + rb.atol, rtol: ra.rtol + rb.rtol };
     // A tolerance wider than the rounding step judges the rounded values itself.
     const judgeable = plan.lane === "tolerance" &&
-      fitsTolerance(allow, tolerance, windowValues(a, plan.metric, span).values);
+      fitsTolerance(allow, tolerance, windows[0].values);
     facts.rounded = {
       sides,
       step: `±${allow.atol.toPrecision(2)} + ${allow.rtol.toPrecision(2)}·|x|`,
@@ -399,7 +392,7 @@ export function judgeSeries(
     };
     for (const [i, name] of [plan.a, plan.b].entries()) {
       if (rounding[i] === null) continue;
-      const one = rounding[1 - i] === null && !looksRoundedSide(i === 0 ? a : b, plan.metric, span);
+      const one = rounding[1 - i] === null && !looksRounded(windows[i].values, windows[i].present);
       addOnce(context.diagnostics, {
         level: judgeable ? "warning" : "error",
         code: PARITY_CODES.rounded,
@@ -453,16 +446,6 @@ function windowValues(
   const lo = firstAtLeast(s.steps, window.from);
   const hi = firstAtLeast(s.steps, window.to + 1);
   return { values: values.subarray(lo, hi), present: present.subarray(lo, hi) };
-}
-
-/** Whether a side is short on its own (the absolute rule), not only against the other side. */
-function looksRoundedSide(
-  s: MetricSeries,
-  metric: string,
-  window: { from: number; to: number },
-): boolean {
-  const w = windowValues(s, metric, window);
-  return looksRounded(w.values, w.present);
 }
 
 function addOnce(list: Diagnostic[], diagnostic: Diagnostic): void {

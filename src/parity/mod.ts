@@ -76,20 +76,12 @@ export {
 export { type ComparisonPlan, planComparisons, type ReportsMetric } from "./plan_comparisons.ts";
 export {
   deriveNoiseRtol,
-  deriveRtol,
   measureNoiseFloor,
   type NoiseFloorResult,
-  type NoiseRtol,
   type RepeatEvidence,
   SPREAD_LIMIT,
 } from "./noise_floor.ts";
-export {
-  checkRestoredState,
-  checkSavedState,
-  findDigestEvent,
-  stateCheckName,
-  tensorNote,
-} from "./state_checks.ts";
+export { checkRestoredState, findDigestEvent, stateCheckName, tensorList } from "./state_checks.ts";
 export { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 export {
   isShortDecimal,

@@ -17,10 +17,11 @@ import type {
   PhaseSummary,
   PlanExecution,
   RunSummary,
+  StateCheckSummary,
 } from "../types/summary.ts";
 import { driftFailureText } from "./drift.ts";
 import { causeLines } from "./_child_tail.ts";
-import { tensorNote } from "./state_checks.ts";
+import { tensorList } from "./state_checks.ts";
 import { stat } from "../format/numbers.ts";
 
 /** The stable codes of {@link Finding}s. */
@@ -412,7 +413,7 @@ function divergenceFacts(
     ],
     stateNote: differing.length > 0
       ? `; state check names ${differing.join(", ")}${
-        tensorNote(loads.filter((s) => s.verdict === "FAIL"))
+        tensorSuffix(loads.filter((s) => s.verdict === "FAIL"))
       }`
       : "",
     stateEqual: loads.length > 0 && loads.every((s) => s.verdict === "PASS"),
@@ -445,7 +446,7 @@ function saveWrong(run: RootCauseInput, differing: string[]): string {
   const saves = run.state_checks.filter((s) => s.check === "save");
   return `The checkpoint is wrong, not its load: the saved state differs from the ` +
     `uninterrupted run's state at step ${run.save_at} in ${differing.join(", ")}${
-      tensorNote(saves)
+      tensorSuffix(saves)
     }`;
 }
 
@@ -482,7 +483,9 @@ function stateOnlyFindings(run: RootCauseInput): Finding[] {
       headline: `state check of ${phases[0]} names ${names}; its losses pass`,
       title:
         `${who}: the restored state differs from the saved one (${names}${
-          tensorNote(run.state_checks.filter((s) => phases.includes(s.phase) && s.check !== "save"))
+          tensorSuffix(run.state_checks.filter((s) =>
+            phases.includes(s.phase) && s.check !== "save"
+          ))
         }) while the ` +
         `losses pass (${lanes} lane): a difference the loss does not show within the window.`,
       next: `Restore ${names} on load as saved; the loss would show it later, or never on ` +
@@ -685,4 +688,10 @@ function phaseFinding(phase: PhaseSummary): Finding {
     log_tail: lines.join("\n"),
     evidence: [],
   };
+}
+
+/** ` — <the tensors the checks name>` after a component list, or empty. */
+function tensorSuffix(checks: readonly StateCheckSummary[]): string {
+  const list = tensorList(checks);
+  return list === "" ? "" : ` — ${list}`;
 }

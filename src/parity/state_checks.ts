@@ -170,15 +170,15 @@ function _differingTensors(a: unknown, b: unknown): string[] | null {
 }
 
 /**
- * The tensors the first check that names any names, in words: ` — layers.0.experts.w2 · expert 2
- * · exp_avg, … (+3 more tensors)`; empty when no check names tensors.
+ * The tensors the first check that names any names, in words: `layers.0.experts.w2 · expert 2 ·
+ * exp_avg, … (+3 more tensors)`; empty when no check names tensors.
  */
-export function tensorNote(checks: readonly StateCheckSummary[], shown = 3): string {
+export function tensorList(checks: readonly StateCheckSummary[], shown = 3): string {
   const check = checks.find((c) => (c.differing_tensors ?? []).length > 0);
   if (check === undefined) return "";
   const named = check.differing_tensors!.slice(0, shown);
   const more = (check.differing_tensors_total ?? named.length) - named.length;
-  return ` — ${named.join(", ")}${more > 0 ? ` (+${more} more tensors)` : ""}`;
+  return `${named.join(", ")}${more > 0 ? ` (+${more} more tensors)` : ""}`;
 }
 
 /** How reports name a state check: its phase, and `(save)` for the save check. */

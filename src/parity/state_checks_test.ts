@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseJsonl } from "../metrics/jsonl.ts";
 import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
-import { checkRestoredState, checkSavedState, stateCheckName, tensorNote } from "./state_checks.ts";
+import { checkRestoredState, checkSavedState, stateCheckName, tensorList } from "./state_checks.ts";
 
 const saved = (digests: Record<string, unknown>, step = 20) =>
   parseJsonl(jsonl([{ step: 1, loss: 1 }, { event: "saved", step, digests }]));
@@ -82,7 +82,7 @@ Deno.test("checkRestoredState() names the differing tensors when both sides carr
   assert.deepEqual(r.differing, ["exp_avg"]);
   assert.deepEqual(r.differing_tensors, ["layers.0.experts.w2 · expert 2 · exp_avg"]);
   assert.equal(r.differing_tensors_total, 1);
-  assert.equal(tensorNote([r]), " — layers.0.experts.w2 · expert 2 · exp_avg");
+  assert.equal(tensorList([r]), "layers.0.experts.w2 · expert 2 · exp_avg");
   // Without tensors on one side, only components are named.
   assert.equal(checkRestoredState("x", saved(d), resumed, 20).differing_tensors, undefined);
 });

@@ -178,11 +178,16 @@ export function stateFromLoaded(layout: Layout, loaded: LoadedCheckpoint): Train
 }
 
 /**
- * Hashes the logical tensor behind per-EP-rank shards. Replicas that agree hash as the logical
- * tensor (so digests compare across topologies); replicas that disagree hash differently.
+ * Hashes the logical tensor behind per-EP-rank shards (`full`, null when they disagree).
+ * Replicas that agree hash as the logical tensor (so digests compare across topologies);
+ * replicas that disagree hash differently.
  */
-function hashLogical(h: Hasher64, map: ParamAffineMap, shards: Float32Array[]): void {
-  const full = _logicalOrNull(map, shards);
+function hashLogical(
+  h: Hasher64,
+  map: ParamAffineMap,
+  shards: Float32Array[],
+  full: Float32Array | null,
+): void {
   if (full === null) {
     h.updateString("replicas-diverge");
     for (const s of shards) h.updateArray(s);
@@ -190,44 +195,6 @@ function hashLogical(h: Hasher64, map: ParamAffineMap, shards: Float32Array[]): 
   }
   h.updateString(JSON.stringify(map.logicalShape));
   h.updateArray(full);
-}
-
-/** The tensor kinds of a parameter, named as the state components name them. */
-const TENSOR_KINDS: readonly [string, (ps: ParamState) => Float32Array[]][] = [
-  ["params", (p) => p.fp32],
-  ["exp_avg", (p) => p.expAvg],
-  ["exp_avg_sq", (p) => p.expAvgSq],
-  ["module_params", (p) => p.module],
-];
-
-/**
- * One digest per parameter and tensor kind of the logical, unsharded state, and one per expert
- * for expert parameters (`layers.0.experts.w2 · expert 2 · exp_avg`): what a failing state check
- * names when a component digest differs.
- */
-export function tensorDigests(state: TrainState): Record<string, string> {
-  const { layout, params } = state;
-  const out: Record<string, string> = {};
-  for (const spec of layout.specs) {
-    const map = layout.maps.get(spec.name)!;
-    for (const [kind, pick] of TENSOR_KINDS) {
-      const shards = pick(params.get(spec.name)!);
-      const full = _logicalOrNull(map, shards);
-      if (full === null || spec.kind !== "expert") {
-        const h = new Hasher64();
-        hashLogical(h, map, shards);
-        out[`${spec.name} · ${kind}`] = h.digest();
-        continue;
-      }
-      const experts = spec.shape[0];
-      const per = full.length / experts;
-      for (let e = 0; e < experts; e++) {
-        const h = new Hasher64().updateArray(full.subarray(e * per, (e + 1) * per));
-        out[`${spec.name} · expert ${e} · ${kind}`] = h.digest();
-      }
-    }
-  }
-  return out;
 }
 
 /** The logical tensor, or null when its replicas disagree (hashed as such, whole). */
@@ -244,33 +211,64 @@ function _logicalOrNull(map: ParamAffineMap, shards: Float32Array[]): Float32Arr
   }
 }
 
-/** Digest of one tensor component (fp32, exp_avg, ...) over every parameter. */
-function componentDigest(
-  layout: Layout,
-  params: Map<string, ParamState>,
-  pick: (ps: ParamState) => Float32Array[],
-): string {
-  const h = new Hasher64();
-  for (const spec of layout.specs) {
-    h.updateString(spec.name);
-    hashLogical(h, layout.maps.get(spec.name)!, pick(params.get(spec.name)!));
-  }
-  return h.digest();
+/** The tensor kinds of a parameter, named as the state components name them. */
+const TENSOR_KINDS: readonly [string, (ps: ParamState) => Float32Array[]][] = [
+  ["params", (p) => p.fp32],
+  ["exp_avg", (p) => p.expAvg],
+  ["exp_avg_sq", (p) => p.expAvgSq],
+  ["module_params", (p) => p.module],
+];
+
+/** What `saved`, `loaded` and `snapshot` events report of the state. */
+export interface StateDigests {
+  /** One digest per logical state component (`params`, `exp_avg`, ..., `rng`, `sampler`). */
+  digests: Record<string, string>;
+  /**
+   * One digest per parameter and tensor kind, and per expert for expert parameters
+   * (`layers.0.experts.w2 · expert 2 · exp_avg`): what a failing state check names.
+   */
+  tensors: Record<string, string>;
 }
 
-/** Digests of every logical state component, as `saved` and `loaded` events report them. */
-export function stateDigests(state: TrainState): Record<string, string> {
+/** Digests of the logical, unsharded state; each tensor is rebuilt from its shards once. */
+export function digestState(state: TrainState): StateDigests {
   const { layout, params, common } = state;
-  return {
-    params: componentDigest(layout, params, (p) => p.fp32),
-    exp_avg: componentDigest(layout, params, (p) => p.expAvg),
-    exp_avg_sq: componentDigest(layout, params, (p) => p.expAvgSq),
-    module_params: componentDigest(layout, params, (p) => p.module),
+  const components = TENSOR_KINDS.map(() => new Hasher64());
+  const tensors: Record<string, string> = {};
+  for (const spec of layout.specs) {
+    const map = layout.maps.get(spec.name)!;
+    TENSOR_KINDS.forEach(([kind, pick], k) => {
+      const shards = pick(params.get(spec.name)!);
+      const full = _logicalOrNull(map, shards);
+      components[k].updateString(spec.name);
+      hashLogical(components[k], map, shards, full);
+      if (full === null || spec.kind !== "expert") {
+        const h = new Hasher64();
+        hashLogical(h, map, shards, full);
+        tensors[`${spec.name} · ${kind}`] = h.digest();
+        return;
+      }
+      const per = full.length / spec.shape[0];
+      for (let e = 0; e < spec.shape[0]; e++) {
+        const h = new Hasher64().updateArray(full.subarray(e * per, (e + 1) * per));
+        tensors[`${spec.name} · expert ${e} · ${kind}`] = h.digest();
+      }
+    });
+  }
+  const digests: Record<string, string> = {};
+  TENSOR_KINDS.forEach(([kind], k) => digests[kind] = components[k].digest());
+  Object.assign(digests, {
     optimizer_step: hashJson(common.optimizerStep),
     lr_scheduler: hashJson(common.scheduler),
     rng: hashJson(common.rng),
     sampler: hashJson(common.sampler),
-  };
+  });
+  return { digests, tensors };
+}
+
+/** The component digests alone (see {@link digestState}). */
+export function stateDigests(state: TrainState): Record<string, string> {
+  return digestState(state).digests;
 }
 
 /** Flattens one group's shards (picked per name) into a zero-padded flat buffer. */

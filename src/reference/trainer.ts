@@ -19,10 +19,9 @@ import { freshScheduler } from "./optimizer.ts";
 import { resolveResume, resumeLoader } from "./resume.ts";
 import {
   type CommonState,
+  digestState,
   initState,
-  stateDigests,
   stateFromLoaded,
-  tensorDigests,
   type TrainState,
 } from "./state.ts";
 
@@ -147,8 +146,7 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
         step: start,
         kind: loaded.kind,
         path: loaded.path,
-        digests: stateDigests(state),
-        tensors: tensorDigests(state),
+        ...digestState(state),
       });
     }
     for (let k = start + 1; k <= opts.stopAt; k++) {
@@ -160,12 +158,7 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
       }
       // What the uninterrupted run holds where the split saves: hashing reads, draws nothing.
       if (k === opts.digestAt) {
-        sink.write({
-          event: "snapshot",
-          step: k,
-          digests: stateDigests(state),
-          tensors: tensorDigests(state),
-        });
+        sink.write({ event: "snapshot", step: k, ...digestState(state) });
       }
       if (k === opts.saveAt) save(state, engine, opts, sink, io);
     }
@@ -190,8 +183,7 @@ function save(
     // Saving draws from the running generator before its state is captured.
     state.common.rng.offset += 1;
   }
-  const digests = stateDigests(state);
-  const tensors = tensorDigests(state);
+  const { digests, tensors } = digestState(state);
   const path = saveNative(state, {
     checkpointDir: opts.checkpointDir!,
     gradAccum: opts.gradAccum,

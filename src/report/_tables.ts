@@ -11,7 +11,7 @@ import {
   type Culprit,
   culprits,
   stateCheckName,
-  tensorNote,
+  tensorList,
   ulpDistanceIn,
 } from "../parity/mod.ts";
 import {
@@ -183,7 +183,7 @@ export function stateTable(run: LoadedRun, which: ComparisonRows = "all"): Table
       c(stateCheckName(s)),
       s.available ? verdictCell(s.verdict) : verdictCell("N/A", " (no digests)"),
       c(s.differing.length > 0 ? s.differing.join(", ") : "—"),
-      ...(tensors ? [c(tensorNote([s]).replace(/^ — /, "") || "—")] : []),
+      ...(tensors ? [c(tensorList([s]) || "—")] : []),
       c(s.compared && s.compared.length > 0 ? s.compared.join(", ") : "—"),
     ]),
     empty: "No state checks (the trainer emitted no digests or no resume ran).",

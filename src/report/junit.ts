@@ -10,7 +10,7 @@
 
 import type { RunSummary } from "../types/summary.ts";
 import { comparisonUlp, comparisonUlpText, exact } from "../format/numbers.ts";
-import { blamedPhases, stateCheckName, tensorNote } from "../parity/mod.ts";
+import { blamedPhases, stateCheckName, tensorList } from "../parity/mod.ts";
 import { plannerText, secondOpinionText, stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
 
@@ -149,6 +149,7 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
   if (!st.available || st.verdict === "N/A") {
     outcome = { kind: "skipped", message: "no state digests available" };
   } else if (st.verdict === "FAIL") {
+    const tensors = tensorList([st]);
     const message = st.check === "save"
       ? `saved state differs from the baseline's at the save step: ${st.differing.join(", ")}`
       : `restored state differs: ${st.differing.join(", ")}`;
@@ -156,9 +157,11 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
       kind: "failure",
       type: "StateMismatch",
       message,
-      body: `${message}${tensorNote([st]).replace(/^ — /, "\ntensors: ")}\ncompared: ${
-        (st.compared ?? []).join(", ")
-      }`,
+      body: [
+        message,
+        ...(tensors ? [`tensors: ${tensors}`] : []),
+        `compared: ${(st.compared ?? []).join(", ")}`,
+      ].join("\n"),
     };
   } else if (st.verdict === "ERROR") {
     outcome = {
