@@ -6,6 +6,10 @@
  * per seed the baseline, split and convert run once and are reused from the phase cache.
  *
  *   deno run -A bench/drift_rates.ts [--seeds 1234,11,12,13,14,15,16] [--results DIR]
+ *                                    [--steps 2000 --save-at 1000]   # a shorter schedule
+ *
+ * With `--steps 100 --save-at 50` (the seed experiment's shape) the long window has 40 steps,
+ * so the bias test runs on its short blocks (docs/parity.md, "The drift lane").
  *
  * @module
  */
@@ -24,6 +28,12 @@ function option(name: string, fallback: string): string {
 
 const seeds = option("seeds", "1234,11,12,13,14,15,16").split(",").map(Number);
 const results = option("results", await Deno.makeTempDir({ prefix: "drift-rates-" }));
+const schedule = [
+  ...(Deno.args.includes("--steps") ? ["--set", `schedule.steps=${option("steps", "")}`] : []),
+  ...(Deno.args.includes("--save-at")
+    ? ["--set", `schedule.save_at=${option("save-at", "")}`]
+    : []),
+];
 
 interface Row {
   fault: string;
@@ -33,14 +43,14 @@ interface Row {
 }
 
 async function run(seed: number, fault: string): Promise<Row> {
-  const set = ["--set", `seed=${seed}`];
+  const set = ["--set", `seed=${seed}`, ...schedule];
   if (fault !== "none") set.push("--set", `resume.reshard.args.fault=${fault}`);
   const started = performance.now();
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
-      join(PROJECT, "src/cli.ts"),
+      join(PROJECT, "src/cli/main.ts"),
       "run",
       EXPERIMENT,
       "--results",

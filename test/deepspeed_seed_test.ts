@@ -74,6 +74,19 @@ Deno.test({
     assert.equal(comparison(adamw, "baseline~resume-universal-fixed").verdict, "PASS");
     assert.deepEqual(differing(adamw, "resume-universal-fixed"), []);
     assert.equal(comparison(adamw, "baseline~resume-ep1").lane, "drift");
+    // The reshard with the workarounds PASSes, and its calibrations (LR × 1.0001, 1.001, 1.01
+    // from step 51) took effect; on 10 resumed steps only the early window judges them.
+    const fixed = comparison(adamw, "baseline~resume-ep1-fixed");
+    assert.equal(fixed.verdict, "PASS", fixed.reason);
+    assert.deepEqual(fixed.sensitivity?.tried.map((t) => [t.lr_error, t.applied]), [
+      [1e-4, true],
+      [1e-3, true],
+      [1e-2, true],
+    ]);
+    // What that PASS is worth on 10 resumed steps: nothing up to 1 % (the early window's bound is
+    // 16384 ULPs here); the full file's 50 steps catch 1 % by the bias test (docs/deepspeed.md).
+    assert.equal(fixed.sensitivity?.detects, null);
+    assert.match(fixed.sensitivity!.statement, /^cannot tell an LR error of up to 1 %/);
 
     // DeepSpeedCPUAdam with ZeRO-3 offload, native and universal only (the CI budget: its
     // reshard and workaround resumes are the file's, run by the README command; figures in
@@ -85,6 +98,7 @@ Deno.test({
       "matrix.trainer.args.optimizer=[cpu_adam]",
       "resume.ep1=null",
       "resume.universal-fixed=null",
+      "resume.ep1-fixed=null",
       `compare=[${exact("resume-native")}, ${exact("resume-universal")}]`,
     ]);
     const cpuName = "deepspeed-seed-moonlight-tiny@optimizer=cpu_adam";

@@ -129,6 +129,37 @@ export const DETECTION_MATRIX: Detection[] = [
     note: "saving consumed RNG: loaded = saved; the save check (saved vs the baseline at step " +
       "20) names rng and the card blames the save",
   },
+  {
+    fault: "cursor-saved-early",
+    cause: "cause-save-differs",
+    comparison: "baseline~resume-native",
+    step: 21,
+    state: "sampler",
+    statePhase: "split",
+    note: "the checkpoint's data cursor is one micro-batch early: loaded = saved; the save check " +
+      "names sampler alone (the engine counters are right) and the card blames the save",
+  },
+  {
+    fault: "param-group-lost",
+    cause: "cause-state-not-restored",
+    comparison: "baseline~resume-native",
+    step: 22,
+    state: "param_groups",
+    statePhase: "resume-native",
+    note: "the expert group is rebuilt with weight decay 0 on load: the restore check names " +
+      "param_groups; the first update differs, so the loss at 22",
+  },
+  {
+    fault: "expert-moment-one-param",
+    cause: "cause-converter",
+    comparison: "baseline~resume-universal",
+    step: 22,
+    state: "exp_avg",
+    statePhase: "resume-reshard",
+    tensor: "layers.0.experts.w2 · expert 1 · exp_avg",
+    note: "one expert of one parameter takes another EP rank's moments on re-sliced loads: " +
+      "native passes, the reshard's check names that tensor alone (and its exp_avg_sq)",
+  },
 ];
 
 /**
@@ -161,5 +192,16 @@ export const SUBTLE_DETECTIONS: Detection[] = [
     statePhase: "resume-reshard",
     tensor: "layers.0.experts.w2 · expert 1 · exp_avg",
     note: "EP rank 1's first expert gets EP rank 0's Adam moments: thousands of ULPs at N+2",
+  },
+  {
+    fault: "expert-moment-one-param",
+    cause: "cause-reshard",
+    comparison: "baseline~resume-reshard",
+    step: 1002,
+    state: "exp_avg",
+    statePhase: "resume-reshard",
+    tensor: "layers.0.experts.w2 · expert 1 · exp_avg",
+    note: "only w2's expert 1 gets EP rank 0's moments: still ~22 000 ULPs at N+2, so the loss " +
+      "fails too; the check names exactly that tensor's exp_avg and exp_avg_sq",
   },
 ];

@@ -95,6 +95,37 @@ for (const row of DETECTION_MATRIX) {
   });
 }
 
+Deno.test("detection matrix: a state difference no loss shows still fails, card cause-state-only", async () => {
+  // One resumed step: expert-moment-one-param's wrong moments first move the loss at N+2, so
+  // only the restore checks can tell, and the card must name the tensor.
+  const dir = join(results, "state-only");
+  const run = await runCli([
+    "run",
+    QUICKSTART,
+    "--results",
+    dir,
+    "--quiet",
+    "--set",
+    "trainer.args.fault=expert-moment-one-param",
+    "--set",
+    "schedule.steps=21",
+  ]);
+  const summary = await latestSummary(dir, "quickstart");
+  const why = `${describe(summary)}\n${run.stderr.slice(-2000)}`;
+  assert.equal(run.code, 1, why);
+  assert.equal(summary.verdict, "FAIL", why);
+  assert.ok(summary.comparisons.every((c) => c.verdict !== "FAIL"), why);
+  const reshard = summary.state_checks.find((s) => s.phase === "resume-reshard")!;
+  assert.deepEqual(reshard.differing_tensors, [
+    "layers.0.experts.w2 · expert 1 · exp_avg",
+    "layers.0.experts.w2 · expert 1 · exp_avg_sq",
+  ]);
+  const card = (summary.findings ?? []).find((f) => f.code === "cause-state-only");
+  assert.ok(card, `card ${(summary.findings ?? []).map((f) => f.code)}: ${why}`);
+  assert.match(card.title, /layers\.0\.experts\.w2 · expert 1 · exp_avg/);
+  assert.ok(card.phases?.includes("resume-reshard"), why);
+});
+
 Deno.test("detection matrix: a reshard-only experiment passes", async () => {
   const dir = await Deno.makeTempDir();
   try {

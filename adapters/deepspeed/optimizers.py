@@ -59,3 +59,19 @@ def prime_cpu_adam(engine: Any, step: int) -> int:
             opt.ds_opt_adam.adam_update(opt.opt_id, k, 0.0, beta1, beta2, group["eps"], 0.0,
                                         group["bias_correction"], p, g, m, v)
     return len(primed)
+
+
+def scale_lr_on_resume(engine: Any, factor: float) -> None:
+    """A calibration resume (``--lr-scale-on-resume``, the harness's ``PARITY_LR_SCALE``): every
+    LR the resumed process applies — the one restored for the first resumed step and each the
+    scheduler sets afterwards — is multiplied by ``factor``. ``engine.get_lr()`` reads the scaled
+    values, so the logged ``lr`` shows the error and the harness can verify it took effect."""
+    for group in engine.optimizer.param_groups:
+        group["lr"] *= factor
+    scheduler = getattr(engine, "lr_scheduler", None)
+    if scheduler is None:
+        return
+    unscaled = scheduler.get_lr
+    # An instance attribute: the scheduler's step() sets each group's lr from self.get_lr().
+    scheduler.get_lr = lambda: [lr * factor for lr in unscaled()]
+

@@ -52,7 +52,7 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models import AUTOEP_PRESETS, build_model  # noqa: E402
-from optimizers import OPTIMIZERS, optimizer_config, prime_cpu_adam  # noqa: E402
+from optimizers import OPTIMIZERS, optimizer_config, prime_cpu_adam, scale_lr_on_resume  # noqa: E402
 from parity_adapter import Parity  # noqa: E402
 from process_state import write_process_state  # noqa: E402
 
@@ -375,12 +375,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     o.add_argument("--prime-cpu-adam", type=_flag, nargs="?", const=True, default=False,
                    help="after loading, replay steps 1..N through the C++ CPU-Adam update on dummy tensors "
                         "(works around its beta-power recomputation on resume; docs/deepspeed.md)")
+    o.add_argument("--lr-scale-on-resume", type=float, default=float(env.get("PARITY_LR_SCALE") or 1.0),
+                   help="a resumed process multiplies every LR it applies by this (PARITY_LR_SCALE; the "
+                        "harness's calibration resumes, docs/parity.md \"Sensitivity\")")
     o.add_argument("--csv-monitor", default=None, help="enable DeepSpeed's csv_monitor into this folder")
     o.add_argument("--tensorboard", default=None, help="enable DeepSpeed's tensorboard monitor into this folder")
     a = p.parse_args(argv)
     a.stop_at = a.stop_at or a.steps
     if a.resume_from and not a.resume_kind:
         p.error("--resume-from needs --resume-kind (or PARITY_RESUME_KIND)")
+    if not 0.0 < a.lr_scale_on_resume <= 2.0:
+        p.error(f"--lr-scale-on-resume must be in (0, 2], got {a.lr_scale_on_resume}")
     if a.optimizer == "cpu_adam" and a.offload != "cpu":
         p.error("--optimizer cpu_adam needs --offload cpu (DeepSpeedCPUAdam steps the optimizer in CPU memory)")
     if a.save_at is not None and not a.checkpoint_dir:
@@ -441,6 +446,8 @@ def main(argv: list[str]) -> int:
             unshare_adam_step(engine)
         if a.prime_cpu_adam:
             prime_cpu_adam(engine, parity.saved_step(client) or engine.global_steps)
+        if a.lr_scale_on_resume != 1.0:
+            scale_lr_on_resume(engine, a.lr_scale_on_resume)
         data = parity.restore_client_state(client, restore_rng=a.fault != "skip-rng-restore")
         if a.fault != "skip-sampler-restore":
             sampler.load_state_dict(data)

@@ -165,10 +165,14 @@ function _overlayChart(
   band: ReturnType<typeof noiseBand>,
 ): NamedChart | null {
   const { summary, losses } = input;
-  const repeats = new Set(repeatPhases(losses));
+  // Repeats show as the noise band; calibrations perturb a resume on purpose and stay out.
+  const hidden = new Set([
+    ...repeatPhases(losses),
+    ...summary.phases.filter((p) => p.role === "calibrate").map((p) => p.name),
+  ]);
   // Phases without a single value (a crashed resume) would only add an empty legend entry.
   const overlayPhases = losses.phases.filter((p) =>
-    !repeats.has(p) && losses.columns[p].some((v) => v !== null)
+    !hidden.has(p) && losses.columns[p].some((v) => v !== null)
   );
   if (overlayPhases.length === 0) return null;
   return {

@@ -35,6 +35,10 @@ const EXPECTED: Record<string, { path: string; message: string }> = {
     message: "duplicate key (line 6, column 3",
   },
   "empty.yaml": { path: "", message: "the file is empty" },
+  "sensitivity_duplicate_error.yaml": {
+    path: "resume.native.sensitivity.lr_error",
+    message: "expected distinct LR errors",
+  },
   "empty_program.yaml": {
     path: "trainer.command[0]",
     message: "expected the program to run, got an empty string",

@@ -8,7 +8,7 @@
  */
 
 import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
-import type { PhaseTool, ResumeKind } from "../types/phase_spec.ts";
+import type { Calibration, PhaseTool, ResumeKind } from "../types/phase_spec.ts";
 import type { PhaseRole } from "../types/summary.ts";
 import type { Experiment, ProcessEntry, ResumeEntry, TrainerArgs } from "./schema.ts";
 
@@ -38,6 +38,13 @@ export interface PhaseNode {
   resumeName?: string;
   /** Replica policy of plan phases and plan resumes. */
   policy?: string;
+  /** Calibration phases: the resume they repeat and the LR error they apply. */
+  calibration?: Calibration;
+}
+
+/** The phase of resume `resume`'s calibration at relative LR error `lrError`. */
+export function calibrationPhaseName(resume: string, lrError: number): string {
+  return `calibrate-${resume}-lr${lrError.toExponential()}`;
 }
 
 /** `override` over `base` (shallow: a key in `override` replaces the same key of `base`). */
@@ -91,7 +98,8 @@ export function programArgs(exp: Experiment, tool: PhaseTool): TrainerArgs {
  * Builds the phase graph of an experiment, in execution order: baseline, split, native
  * resumes, convert (when a resume is universal), universal resumes, plans, their executions on
  * the checkpoint's bytes and plan resumes,
- * then the noise-floor repeats (last, so a verdict on the resumes comes before the extra cost).
+ * then the noise-floor repeats (so a verdict on the resumes comes before the extra cost), then
+ * the calibration resumes of `sensitivity`.
  * The plan path reads the native checkpoint, so plan sync alone adds no convert phase.
  */
 export function phaseGraph(exp: Experiment): PhaseNode[] {
@@ -181,6 +189,19 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
   }
   for (let k = 1; k <= exp.noise_floor.repeats; k++) {
     nodes.push(train(`baseline-repeat-${k}`, "repeat"));
+  }
+  // Calibrations last: they measure what a lane could catch and never change the verdict.
+  const resumeNodes = new Map(nodes.flatMap((n) => n.resumeName ? [[n.resumeName, n]] : []));
+  for (const [name, r] of resumes) {
+    const resume = resumeNodes.get(name)!;
+    for (const lrError of r.sensitivity?.lr_error ?? []) {
+      nodes.push({
+        ...resume,
+        name: calibrationPhaseName(name, lrError),
+        role: "calibrate",
+        calibration: { of: resume.name, lr_error: lrError },
+      });
+    }
   }
   return nodes;
 }

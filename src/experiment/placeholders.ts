@@ -19,6 +19,7 @@ export const COMMON_PLACEHOLDERS = [
   "stop_at",
   "save_at",
   "digest_at",
+  "lr_scale",
   "seed",
   "checkpoint_dir",
   "resume_from",

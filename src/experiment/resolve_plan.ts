@@ -94,7 +94,9 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
     const topology = pick(node.args, topologyKeys);
     return compilePhase(exp, node, own, ctx, {
       topology,
-      lane: node.role === "resume" ? chooseLane(node, topology, saved) : undefined,
+      lane: node.role === "resume" || node.role === "calibrate"
+        ? chooseLane(node, topology, saved)
+        : undefined,
     });
   });
   const split = phases.find((p) => p.role === "split");
@@ -236,7 +238,7 @@ function phasePaths(
   if (node.role === "execute" || node.tool === "trainer") {
     paths.stateFile = join(dir, "process_state.json");
   }
-  if (node.role === "resume") {
+  if (node.role === "resume" || node.role === "calibrate") {
     if (node.resumeKind === "universal") {
       const convert = pathsOf("convert");
       paths.resumeFrom = convert?.universal;
@@ -265,6 +267,8 @@ function phaseVars(
     save_at: node.saveAt !== undefined ? String(node.saveAt) : "",
     // The baseline reports its state where the split saves: the save check's reference.
     digest_at: node.role === "baseline" ? String(exp.schedule.save_at) : "",
+    // A calibration resume scales its LR by this from the first resumed step.
+    lr_scale: node.calibration ? String(1 + node.calibration.lr_error) : "",
     seed: String(exp.seed),
     checkpoint_dir: paths.checkpointDir ?? "",
     resume_from: paths.resumeFrom ?? "",
@@ -295,6 +299,7 @@ function parityEnv(vars: Record<string, string>): Record<string, string> {
     PARITY_STOP_AT: vars.stop_at,
     PARITY_SAVE_AT: vars.save_at,
     PARITY_DIGEST_AT: vars.digest_at,
+    PARITY_LR_SCALE: vars.lr_scale,
     PARITY_SEED: vars.seed,
     PARITY_CHECKPOINT_DIR: vars.checkpoint_dir,
     PARITY_RESUME_FROM: vars.resume_from,
@@ -368,6 +373,7 @@ function compilePhase(
   if (node.resumeKind) spec.resumeKind = node.resumeKind;
   if (node.policy) spec.policy = node.policy;
   if (judged.lane) spec.lane = judged.lane;
+  if (node.calibration) spec.calibration = node.calibration;
   const gradAccum = declaredGradAccum(exp, preset, node.args);
   if (gradAccum !== undefined) spec.gradAccum = gradAccum;
   if (node.tool === "trainer") spec.metrics = metricsSpec(entry.metrics, preset, vars, ctx.baseDir);

@@ -331,3 +331,33 @@ Deno.test("resolvePlan(): a deepspeed trainer on two Slurm nodes starts one torc
   );
   assert.equal(local.phases[0].argv[1], "--standalone"); // without srun: one launcher
 });
+
+Deno.test("resolvePlan() adds a calibration resume per LR error, last, with its LR scale", () => {
+  const exp = experiment({
+    trainer: { preset: "reference", args: { world_size: 4, ep_size: 2, placement } },
+    resume: {
+      native: { from: "native" },
+      reshard: {
+        from: "universal",
+        args: { world_size: 2 },
+        sensitivity: { lr_error: [1e-3, 2.5e-2] },
+      },
+    },
+  });
+  const plan = resolvePlan(exp, { runDir: "/r", baseDir: "/exp", harnessEnv: {} });
+  const names = plan.phases.map((s) => s.name);
+  assert.deepEqual(names.slice(-2), ["calibrate-reshard-lr1e-3", "calibrate-reshard-lr2.5e-2"]);
+  const byName = new Map(plan.phases.map((s) => [s.name, s]));
+  const resume = byName.get("resume-reshard")!;
+  const calibration = byName.get("calibrate-reshard-lr1e-3")!;
+  assert.equal(calibration.role, "calibrate");
+  assert.deepEqual(calibration.calibration, { of: "resume-reshard", lr_error: 1e-3 });
+  assert.deepEqual(calibration.consumes, resume.consumes);
+  assert.deepEqual(calibration.lane, resume.lane);
+  assert.equal(calibration.paths.resumeFrom, resume.paths.resumeFrom);
+  assert.equal(flagOf(calibration)("--lr-scale-on-resume"), "1.001");
+  assert.equal(calibration.env.PARITY_LR_SCALE, "1.001");
+  // Every other phase runs at its own LR.
+  assert.ok(!resume.argv.includes("--lr-scale-on-resume"));
+  assert.equal(resume.env.PARITY_LR_SCALE, "");
+});

@@ -176,6 +176,27 @@ const phaseSuffix = z.string().regex(
   "expected lowercase letters, digits, '-' and '_', starting with a letter or digit",
 ).max(MAX_PHASE_SUFFIX_CHARS, `expected at most ${MAX_PHASE_SUFFIX_CHARS} characters`);
 
+/** Most LR errors one resume's `sensitivity` may try (each is one more resume phase). */
+export const MAX_CALIBRATIONS = 6;
+
+/**
+ * Calibration of a resume's lane (docs/parity.md, "Sensitivity"): one extra resume per LR error,
+ * phase `calibrate-<name>-lr<error>`, whose LR is scaled by `1 + error` from the first resumed step.
+ */
+export const SensitivitySchema = z.object({
+  lr_error: z.array(
+    z.number("expected a number").positive("expected a number > 0").max(
+      0.5,
+      "expected at most 0.5",
+    ),
+    "expected a list of relative LR errors",
+  ).min(1, "expected at least one LR error").max(
+    MAX_CALIBRATIONS,
+    `expected at most ${MAX_CALIBRATIONS} LR errors`,
+  ).refine((xs) => new Set(xs).size === xs.length, "expected distinct LR errors")
+    .describe("relative LR errors to try, e.g. [1e-4, 1e-3, 1e-2] (LR × 1.0001, 1.001, 1.01)"),
+}).strict().describe("what the lane of this resume would have caught");
+
 /** One resume of the split checkpoint. */
 export const ResumeSchema = z.object({
   from: z.enum(["native", "universal"]).describe("checkpoint kind to resume from"),
@@ -185,6 +206,8 @@ export const ResumeSchema = z.object({
     .describe("lane against the baseline; default exact on the saved topology, else drift"),
   lane_reason: z.string().optional().describe("why `lane` is set (shown in the report)"),
   executor: ExecutorSchema.optional().describe("where this resume runs (overrides the trainer's)"),
+  sensitivity: SensitivitySchema.optional()
+    .describe("calibration resumes measuring what this resume's lane can detect"),
 }).strict().describe("one resume of the split checkpoint: phase resume-<name>");
 
 /** Tolerance lane settings. */

@@ -43,6 +43,11 @@ export function stat(value: Num): string {
   return value.toExponential(STAT_DIGITS - 1).replace(/\.?0+e/, "e");
 }
 
+/** A relative error as a percentage to two significant digits (`1e-3` → `0.1 %`). */
+export function percent(error: number): string {
+  return `${Number((error * 100).toPrecision(2))} %`;
+}
+
 /** An integer count with digit groups that do not wrap (`18 156`). */
 export function count(value: Num): string {
   if (value === null || value === undefined) return MISSING;

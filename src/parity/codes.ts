@@ -32,6 +32,10 @@ export const PARITY_CODES = {
   noiseFloorIncomplete: "noise-floor-incomplete",
   /** Repeated baselines differ: exact lanes ABSTAIN. */
   nondeterministic: "trainer-nondeterministic",
+  /** The split reports saved digests but the baseline no snapshot: the save is not judged. */
+  saveNotChecked: "save-not-checked",
+  /** A calibration resume's logged LR does not show its error: it is not counted. */
+  calibrationNotApplied: "calibration-not-applied",
 } as const;
 
 /**

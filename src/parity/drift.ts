@@ -24,6 +24,7 @@ import type { MetricSeries } from "../metrics/mod.ts";
 import type { DriftFailure, DriftSummary } from "../types/summary.ts";
 import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
 import { sortedHas } from "./_sorted.ts";
+import { twoSidedQuantile, twoSidedTail } from "./_student_t.ts";
 
 /** Thresholds of the drift lane (measured on the reference trainer, docs/parity.md). */
 export interface DriftOptions {
@@ -36,8 +37,8 @@ export interface DriftOptions {
   /** Blocks the long window is cut into for the bias test. */
   blocks: number;
   /**
-   * Fewest steps per block ({@link MIN_BLOCK_STEPS}); shorter long windows skip the bias test
-   * (said in the summary).
+   * Fewest steps per block ({@link MIN_BLOCK_STEPS}) of the full bias test; a shorter long
+   * window is cut into shorter blocks at a raised |t| limit ({@link biasBlocks}).
    */
   minBlockSteps: number;
   /** Largest |t| of the block means of `b - a` that still counts as zero mean. */
@@ -146,9 +147,9 @@ export function compareDrift(
       metric,
       step: bias.failsAt,
       measured: bias.mean,
-      bound: o.biasT,
+      bound: bias.limit,
       t: bias.t,
-      blocks: o.blocks,
+      blocks: bias.blocks,
       from: steps[early],
       to: steps[n - 1],
     };
@@ -164,7 +165,7 @@ export function compareDrift(
     max_envelope_ratio: maxRatio,
     bias_mean: bias.mean,
     bias_t: bias.t,
-    bias_limit: o.biasT,
+    bias_limit: bias.limit,
     bias_blocks: bias.blocks,
   };
   if (failure !== undefined) summary.failure = failure;
@@ -178,7 +179,9 @@ export function compareDrift(
     result.divergence = null;
     const biasText = bias.blocks > 0
       ? `mean b-a ${bias.mean} (t = ${bias.t.toFixed(1)})`
-      : `bias test skipped (the long window is under ${o.blocks * o.minBlockSteps} steps)`;
+      : `bias test skipped (the long window is under ${
+        MIN_SHORT_BLOCKS * SHORT_BLOCK_STEPS
+      } steps)`;
     result.reason = `${metric} drifts like reduction-order noise over ${n} steps (${span}): ` +
       `early window within ${o.earlyUlp} float32 ULPs (max ${summary.early_max_ulp32}), ` +
       `later |b-a| at most ${fmt(maxRatio)} × the step-to-step change of ${nameA}, ${biasText}.`;
@@ -259,7 +262,12 @@ export function medianStepChange(xs: number[]): number {
 
 /**
  * Block-mean t test of `b - a` over the long window. Block means absorb the autocorrelation of
- * the drift; a bias must also exceed the early bound (ULP-level means are no evidence).
+ * the drift; a bias must also exceed {@link BIAS_FLOOR_ULP} float32 ULPs of the loss (ULP-level
+ * means are no evidence), widened by a measured noise floor or rounding step. A long
+ * window under `blocks × minBlockSteps` steps is cut into shorter blocks (at least
+ * {@link SHORT_BLOCK_STEPS} steps, at least {@link MIN_SHORT_BLOCKS} of them), and the |t| limit
+ * is raised to keep the configured limit's false-alarm probability at the fewer degrees of
+ * freedom; shorter windows skip the test.
  */
 function biasTest(
   steps: number[],
@@ -267,16 +275,17 @@ function biasTest(
   ys: number[],
   from: number,
   o: DriftOptions,
-): { mean: number; t: number; blocks: number; failsAt: number | null } {
+): { mean: number; t: number; blocks: number; limit: number; failsAt: number | null } {
   const n = xs.length - from;
-  if (n < o.blocks * o.minBlockSteps) {
-    return { mean: mean(ys, xs, from, xs.length), t: 0, blocks: 0, failsAt: null };
+  const { blocks, limit } = biasBlocks(n, o);
+  if (blocks === 0) {
+    return { mean: mean(ys, xs, from, xs.length), t: 0, blocks: 0, limit, failsAt: null };
   }
   const means: number[] = [];
   const starts: number[] = [];
-  for (let k = 0; k < o.blocks; k++) {
-    const lo = from + Math.floor((k * n) / o.blocks);
-    const hi = from + Math.floor(((k + 1) * n) / o.blocks);
+  for (let k = 0; k < blocks; k++) {
+    const lo = from + Math.floor((k * n) / blocks);
+    const hi = from + Math.floor(((k + 1) * n) / blocks);
     means.push(mean(ys, xs, lo, hi));
     starts.push(lo);
   }
@@ -287,18 +296,46 @@ function biasTest(
   let scale = 0;
   for (let i = from; i < xs.length; i++) scale += Math.abs(xs[i]);
   const floor = Math.max(
-    o.earlyUlp * ulp32(scale / n),
+    BIAS_FLOOR_ULP * ulp32(scale / n),
     o.earlyRel * (scale / n) + (o.earlyAbs ?? 0),
   );
   let failsAt: number | null = null;
-  if (Math.abs(t) > o.biasT && Math.abs(m) > floor) {
+  if (Math.abs(t) > limit && Math.abs(m) > floor) {
     // The first block pushing the way the whole window does, by at least half the mean.
     const k = means.findIndex((x) =>
       Math.sign(x) === Math.sign(m) && Math.abs(x) >= Math.abs(m) / 2
     );
     failsAt = steps[starts[Math.max(0, k)]];
   }
-  return { mean: m, t, blocks: o.blocks, failsAt };
+  return { mean: m, t, blocks, limit, failsAt };
+}
+
+/**
+ * Smallest mean `b - a`, in float32 ULPs of the loss, that can be a bias. Fixed, not the early
+ * window's bound: widening `early_ulp` for a reshard that starts further apart (bf16) must not
+ * blind the bias test, whose own |t| limit already tells drift from a push.
+ */
+export const BIAS_FLOOR_ULP = 16;
+
+/** Fewest steps per block of a short long window's bias test. */
+export const SHORT_BLOCK_STEPS = 4;
+/** Fewest blocks of a short long window's bias test (4 degrees of freedom). */
+export const MIN_SHORT_BLOCKS = 5;
+
+/**
+ * How many blocks the bias test cuts a long window of `n` steps into, and the |t| limit there:
+ * `o.blocks` and `o.biasT` when every block has `o.minBlockSteps` steps; else as many blocks of
+ * {@link SHORT_BLOCK_STEPS} as fit (at most `o.blocks`, at least {@link MIN_SHORT_BLOCKS}), with
+ * the limit that has the same two-sided tail probability at their degrees of freedom; 0 blocks
+ * (skipped) below that.
+ */
+export function biasBlocks(n: number, o: DriftOptions): { blocks: number; limit: number } {
+  if (n >= o.blocks * o.minBlockSteps) return { blocks: o.blocks, limit: o.biasT };
+  const blocks = Math.min(o.blocks, Math.floor(n / SHORT_BLOCK_STEPS));
+  if (blocks < MIN_SHORT_BLOCKS) return { blocks: 0, limit: o.biasT };
+  if (blocks === o.blocks) return { blocks, limit: o.biasT };
+  const tail = twoSidedTail(o.biasT, o.blocks - 1);
+  return { blocks, limit: twoSidedQuantile(tail, blocks - 1) };
 }
 
 function mean(ys: number[], xs: number[], lo: number, hi: number): number {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
 import { DRIFT_DEFAULTS } from "../types/defaults.ts";
-import { compareDrift, medianStepChange, ulp32 } from "./drift.ts";
+import { biasBlocks, compareDrift, medianStepChange, ulp32 } from "./drift.ts";
 import { driftOptions } from "./evaluate.ts";
 
 /** The drift lane as a run without a `drift:` block resolves it. */
@@ -90,7 +90,7 @@ Deno.test("compareDrift() fails a difference beyond the loss's own step noise", 
   assert.match(r.reason ?? "", /drift envelope/);
 });
 
-Deno.test("compareDrift() fails missing steps and skips the bias test on short windows", () => {
+Deno.test("compareDrift() fails missing steps and skips the bias test under 20 long-window steps", () => {
   const { steps, loss } = curve(40);
   const b: (number | undefined)[] = [...loss];
   b[30] = undefined;
@@ -106,7 +106,34 @@ Deno.test("compareDrift() fails missing steps and skips the bias test on short w
   });
   assert.equal(short.verdict, "PASS");
   assert.equal(short.drift?.bias_blocks, 0);
-  assert.match(short.reason ?? "", /bias test skipped/);
+  assert.match(short.reason ?? "", /bias test skipped \(the long window is under 20 steps\)/);
+});
+
+Deno.test("biasBlocks() cuts short long windows into blocks of 4+ steps at a raised |t| limit", () => {
+  assert.deepEqual(biasBlocks(100, drift), { blocks: 10, limit: 5 });
+  assert.deepEqual(biasBlocks(40, drift), { blocks: 10, limit: 5 });
+  const five = biasBlocks(20, drift);
+  assert.equal(five.blocks, 5);
+  assert.ok(Math.abs(five.limit - 9.3158) < 1e-3, String(five.limit));
+  assert.equal(biasBlocks(33, drift).blocks, 8);
+  assert.equal(biasBlocks(19, drift).blocks, 0);
+});
+
+Deno.test("compareDrift() runs the bias test on the seed experiment's 40-step long window", () => {
+  // 100 steps, save at 50: 10 early steps, then 40 in 10 blocks of 4.
+  const { steps, loss } = curve(100);
+  const window = { from: 51, to: 100 };
+  const a = seriesOf(steps, { loss });
+  const clean = compareDrift(a, seriesOf(steps, { loss: drifted(loss, 50) }), { window, drift });
+  assert.equal(clean.verdict, "PASS", clean.reason);
+  assert.equal(clean.drift?.bias_blocks, 10);
+  const biased = compareDrift(a, seriesOf(steps, { loss: drifted(loss, 50, -3e-4) }), {
+    window,
+    drift,
+  });
+  assert.equal(biased.verdict, "FAIL", JSON.stringify(biased.drift));
+  assert.equal(biased.drift?.failure?.test, "bias");
+  assert.equal(biased.drift?.failure?.blocks, 10);
 });
 
 Deno.test("compareDrift() widens the early bound to a measured noise floor (earlyRel)", () => {

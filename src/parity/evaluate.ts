@@ -24,12 +24,13 @@ import { deriveNoiseRtol, measureNoiseFloor, type NoiseRtol } from "./noise_floo
 import { planComparisons } from "./plan_comparisons.ts";
 import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 import { looksRounded, roundedSides, roundingBound } from "./rounded.ts";
+import { type SensitivityContext, withSensitivity } from "./sensitivity.ts";
 import { checkRestoredState, checkSavedState, findDigestEvent } from "./state_checks.ts";
 import type { Evaluation, EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
 import { firstAtLeast } from "./_sorted.ts";
 
 /** Roles whose phases train and therefore log metrics. */
-const TRAINING_ROLES = new Set(["baseline", "split", "resume", "repeat"]);
+const TRAINING_ROLES = new Set(["baseline", "split", "resume", "repeat", "calibrate"]);
 
 /** Tolerance lane settings in force for a run. */
 export interface ResolvedTolerance {
@@ -130,7 +131,16 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     diagnostics,
     drift: driftOptions(input.drift),
   };
-  const comparisons = planned.map((c) => judgeComparison(c, context));
+  const sensitivity: SensitivityContext = {
+    phases,
+    judged,
+    judge: (c) => judgeComparison(c, context),
+    diagnostics,
+    firstResumed: input.saveAt + 1,
+  };
+  const comparisons = planned.map((c) =>
+    withSensitivity(judgeComparison(c, context), c, sensitivity)
+  );
   if (comparisons.length === 0) {
     diagnostics.push({
       level: "error",
@@ -171,6 +181,19 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
         ? checkSavedState(split.name, judged(baseline.name), judged(split.name), input.saveAt)
         : incomplete(split.name, "save"),
     );
+  } else if (
+    split && baseline?.status === "ok" && findDigestEvent(judged(split.name), "saved")
+  ) {
+    // The trainer hashes its state but the baseline reported none at the save step: say the
+    // save itself went unjudged rather than let a PASS imply it was.
+    diagnostics.push({
+      level: "info",
+      code: PARITY_CODES.saveNotChecked,
+      phase: baseline.name,
+      message: `${baseline.name} reported no snapshot of its state at step ${input.saveAt} ` +
+        "(${digest_at} / PARITY_DIGEST_AT), so the save is not judged: a checkpoint that " +
+        "captured the wrong state would pass its restore checks",
+    });
   }
 
   diagnostics.push(...checkResumedSteps(input.steps, input.saveAt));

@@ -107,7 +107,8 @@ Deno.test("evaluateRun() passes a clean resume with matching digests", async () 
     assert.deepEqual(e.state_checks[0].compared, ["exp_avg", "exp_avg_sq", "params", "rng"]);
     assert.deepEqual(e.noise_floor, { repeats: 0, identical: true });
     assert.deepEqual([...e.series.keys()], ["baseline", "split", "resume-native"]);
-    assert.deepEqual(e.diagnostics, []);
+    // This baseline reports no snapshot, so the save is not judged, and the run says so.
+    assert.deepEqual(e.diagnostics.map((d) => [d.level, d.code]), [["info", "save-not-checked"]]);
   });
 });
 

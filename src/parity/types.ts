@@ -6,6 +6,7 @@
 
 import type { MetricSeries, MetricsFormat } from "../metrics/mod.ts";
 import type {
+  Calibration,
   CompareSpec,
   DriftSpec,
   Lane,
@@ -25,7 +26,7 @@ export interface PhaseEvidence {
   /** Phase name (`baseline`, `split`, `resume-native`, `baseline-repeat-1`, ...). */
   name: string;
   /** What the phase does. */
-  role: "baseline" | "split" | "resume" | "repeat" | "convert" | "plan" | "execute";
+  role: "baseline" | "split" | "resume" | "repeat" | "calibrate" | "convert" | "plan" | "execute";
   /** How it ended; only `ok` phases are judged. */
   status: "ok" | "failed" | "timeout" | "skipped";
   /** Metrics file or folder. */
@@ -43,6 +44,8 @@ export interface PhaseEvidence {
   topology?: string;
   /** Resumes (required there): the lane against the baseline and why, from the resolved plan. */
   lane?: LaneChoice;
+  /** Calibration phases: the resume they perturb and the relative LR error they apply. */
+  calibration?: Calibration;
   /** Its metrics as read ahead (while later phases ran); read from `metricsPath` when absent. */
   series?: Promise<MetricSeries>;
 }

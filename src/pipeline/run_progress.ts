@@ -43,6 +43,8 @@ export interface RunCard {
   cause: string | null;
   /** `name: reason` of every ERROR comparison no card line explains (rounded metrics, NaN). */
   errors: string[];
+  /** `name VERDICT (lane): statement` of every calibrated comparison (what a PASS is worth). */
+  sensitivity: string[];
   /** Phases of the run. */
   phases: number;
   /** Of those, reused from the cache. */

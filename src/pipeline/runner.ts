@@ -427,6 +427,7 @@ async function gatherEvidence(
       resumeKind: spec.resumeKind,
       topology: spec.topologyKey,
       lane: spec.lane,
+      ...(spec.calibration ? { calibration: spec.calibration } : {}),
       ...(present && metrics ? { series: metrics } : {}),
     }));
   const split = plan.phases.find((s) => s.role === "split");
@@ -540,6 +541,9 @@ function runCard(summary: RunSummary): RunCard {
     lines: cardLines(findings),
     cause: causeLine(findings),
     errors,
+    sensitivity: summary.comparisons.flatMap((c) =>
+      c.sensitivity ? [`${c.name} ${c.verdict} (${c.lane}): ${c.sensitivity.statement}`] : []
+    ),
     phases: summary.phases.length,
     cached: summary.phases.filter((p) => p.cached).length,
   };

@@ -49,7 +49,7 @@ export function scheduleDiagnostics(
         });
       }
     }
-    if (spec.role === "resume") {
+    if (spec.role === "resume" || spec.role === "calibrate") {
       const early = steps.filter((s) => s <= saveAt);
       if (early.length > 0) {
         out.push({

@@ -125,6 +125,7 @@ function deepspeedArgv(ctx: PresetContext): string[] {
   ];
   if (vars.save_at) argv.push("--save-at", vars.save_at, "--checkpoint-dir", vars.checkpoint_dir);
   if (vars.digest_at) argv.push("--digest-at", vars.digest_at);
+  if (vars.lr_scale) argv.push("--lr-scale-on-resume", vars.lr_scale);
   if (vars.resume_from) {
     argv.push("--resume-from", vars.resume_from, "--resume-kind", vars.resume_kind);
   }

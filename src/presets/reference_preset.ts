@@ -28,9 +28,12 @@ const REFERENCE_FAULTS = [
   "converter-transpose",
   "replica-drift",
   "save-perturbs-rng",
+  "cursor-saved-early",
+  "param-group-lost",
   "lr-scaled-on-resume",
   "weight-decay-dropped",
   "expert-moments-wrong-rank",
+  "expert-moment-one-param",
 ] as const;
 
 function referenceArgv(ctx: PresetContext): string[] {
@@ -48,6 +51,7 @@ function referenceArgv(ctx: PresetContext): string[] {
   argv.push("--seed", vars.seed, "--metrics-file", vars.metrics_file);
   if (vars.save_at) argv.push("--save-at", vars.save_at, "--checkpoint-dir", vars.checkpoint_dir);
   if (vars.digest_at) argv.push("--digest-at", vars.digest_at);
+  if (vars.lr_scale) argv.push("--lr-scale-on-resume", vars.lr_scale);
   if (vars.resume_from) {
     argv.push("--resume-from", vars.resume_from, "--resume-kind", vars.resume_kind);
   }

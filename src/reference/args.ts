@@ -51,6 +51,11 @@ export const TRAIN_FLAGS: readonly FlagSpec[] = [
     help: "report the state's digests after this step, without saving (the save check)",
   },
   {
+    name: "lr-scale-on-resume",
+    env: "PARITY_LR_SCALE",
+    help: "a resumed process scales its LR by this (a calibration resume), default 1",
+  },
+  {
     name: "resume-from",
     env: "PARITY_RESUME_FROM",
     help: "tag folder, universal folder or checkpoint root",
@@ -178,6 +183,17 @@ function int(
   return n;
 }
 
+/** A factor in (0, 2], 1 when the flag is absent. */
+function scale(values: Map<string, string>, name: string): number {
+  const raw = values.get(name);
+  if (raw === undefined) return 1;
+  const n = Number(raw.trim());
+  if (raw.trim() === "" || !(n > 0 && n <= 2)) {
+    throw new UsageError(`--${name} must be a number in (0, 2], got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
 /** Parses `--placement`: a descriptor object, a list of per-EP-rank expert lists, or a file. */
 export function parsePlacement(raw: string): PlacementDescriptor {
   let text = raw.trim();
@@ -271,12 +287,14 @@ export function trainOptions(values: Map<string, string>): TrainOptions {
   if (fault !== null && !isFault(fault)) {
     throw new UsageError(`--fault ${fault} is unknown (known: ${FAULT_NAMES.join(", ")})`);
   }
+  const lrScaleOnResume = scale(values, "lr-scale-on-resume");
   return {
     steps,
     stopAt,
     seed,
     saveAt,
     digestAt,
+    lrScaleOnResume,
     checkpointDir,
     resumeFrom,
     resumeKind,

@@ -23,7 +23,7 @@ import {
   validatePlacement,
 } from "../affine/mod.ts";
 import { fromBf16Bits, roundToBf16Into, toBf16Bits } from "./bf16.ts";
-import { HYPER, MODEL, type ModelConfig, type Topology } from "./config.ts";
+import { MODEL, type ModelConfig, type Topology } from "./config.ts";
 import type { SamplerState } from "./data.ts";
 import { CheckpointError, UsageError } from "./trainer_errors.ts";
 import {
@@ -49,6 +49,8 @@ import {
   type CommonState,
   flattenGroup,
   type LoadedCheckpoint,
+  paramGroupsFromJson,
+  paramGroupsJson,
   type ShardSet,
   type TrainState,
   unflattenGroup,
@@ -79,6 +81,8 @@ export interface NativeMeta {
   optimizer_step: number;
   /** LR scheduler state. */
   lr_scheduler: SchedulerState;
+  /** Optimizer param groups (parameter names and hyper-parameters). */
+  param_groups: Record<string, unknown>[];
   /** Sampler state. */
   data_sampler: SamplerState;
   /** RNG state of every data-parallel rank (logical, so all equal). */
@@ -192,10 +196,11 @@ function nativeMeta(
     tag: tagOf(common.globalStep),
     global_steps: common.globalStep,
     micro_steps: common.microStep,
-    global_samples: common.microStep * (layout.model.globalBatch / opts.gradAccum),
+    global_samples: common.samples,
     grad_accum: opts.gradAccum,
     optimizer_step: common.optimizerStep,
     lr_scheduler: { ...common.scheduler },
+    param_groups: paramGroupsJson(common.paramGroups),
     data_sampler: { ...common.sampler },
     rng_states: [...Array(t.worldSize).keys()].map((rank) => ({ rank, ...common.rng })),
     topology: {
@@ -322,14 +327,12 @@ export function saveNative(state: TrainState, opts: SaveOptions): string {
       optimizer_step: state.common.optimizerStep,
       partition_count: { dense: layout.dense.ranks.length, expert: layout.expert[p].ranks.length },
       param_slice_mappings: slices,
-      param_groups: [{
+      param_groups: paramGroupsJson(state.common.paramGroups).map((g) => ({
+        ...g,
         lr: state.common.scheduler.lastStep > 0
-          ? lrAt(state.common.scheduler, state.common.scheduler.lastStep)
+          ? lrAt(state.common.scheduler, state.common.scheduler.lastStep) * (g.lr_scale as number)
           : 0,
-        betas: [HYPER.beta1, HYPER.beta2],
-        eps: HYPER.eps,
-        weight_decay: HYPER.weightDecay,
-      }],
+      })),
     };
     files.set(
       optimFileName(r),
@@ -501,6 +504,8 @@ function commonOfMeta(meta: NativeMeta, where: string): CommonState {
   return {
     globalStep: meta.global_steps,
     microStep: meta.micro_steps,
+    samples: meta.global_samples,
+    paramGroups: paramGroupsFromJson(meta.param_groups, where),
     optimizerStep: meta.optimizer_step,
     scheduler: { ...meta.lr_scheduler },
     rng: { seed: first.seed, offset: first.offset },

@@ -74,6 +74,48 @@ export const HYPER: Readonly<Hyper> = Object.freeze({
   clipNorm: 1.0,
 });
 
+/**
+ * One optimizer param group as the trainer applies it (DeepSpeed's `param_groups` entry): the
+ * parameters it holds by name, so it is the same on every topology, and its hyper-parameters.
+ */
+export interface ParamGroup {
+  /** Parameter names. */
+  params: string[];
+  /** Factor on the scheduled LR. */
+  lrScale: number;
+  /** Adam beta1. */
+  beta1: number;
+  /** Adam beta2. */
+  beta2: number;
+  /** Adam epsilon. */
+  eps: number;
+  /** Decoupled weight decay. */
+  weightDecay: number;
+}
+
+/**
+ * The two param groups of a fresh run, split the way DeepSpeed MoE does
+ * (`split_params_into_different_moe_groups_for_optimizer`): group 0 the dense parameters, group 1
+ * the expert parameters, with the same hyper-parameters. A no-decay group (embeddings, norms)
+ * would move every existing run's numerics, which the experiments' expected outcomes pin.
+ */
+export function freshParamGroups(
+  hyper: Readonly<Hyper>,
+  specs: readonly { name: string; kind: string }[],
+): ParamGroup[] {
+  const group = (params: string[]): ParamGroup => ({
+    params,
+    lrScale: 1,
+    beta1: hyper.beta1,
+    beta2: hyper.beta2,
+    eps: hyper.eps,
+    weightDecay: hyper.weightDecay,
+  });
+  const names = (expert: boolean) =>
+    specs.filter((s) => (s.kind === "expert") === expert).map((s) => s.name);
+  return [group(names(false)), group(names(true))];
+}
+
 /** Weight precision of the module (forward/backward) copy. */
 export type Precision = "fp32" | "bf16";
 
@@ -119,6 +161,8 @@ export interface TrainOptions {
   gradAccum: number;
   /** Injected fault name, or null. */
   fault: string | null;
+  /** Factor on the LR of a resumed process (a calibration, `--lr-scale-on-resume`; 1 = none). */
+  lrScaleOnResume: number;
   /** Print progress lines to stderr. */
   progress: boolean;
   /** Test hook: crash half-way through the save (`PARITY_REFERENCE_CRASH_IN_SAVE=1`). */

@@ -8,7 +8,7 @@
  */
 
 import { evenSizes, extract, rebuild } from "../affine/mod.ts";
-import { HYPER, type Hyper } from "./config.ts";
+import { HYPER, type Hyper, type ParamGroup } from "./config.ts";
 import { type Dataset, Sampler } from "./data.ts";
 import type { Layout } from "./layout.ts";
 import { type ComputeWeights, gradOf, type Grads, Kernel, PARAM, zeroGrads } from "./model.ts";
@@ -28,14 +28,20 @@ export interface StepRecord {
 }
 
 /**
- * How a (faulty) resumed process departs from the optimiser settings: `lrScale` multiplies the
- * applied LR (the logged schedule stays right), `hyper` replaces the AdamW settings.
+ * How a (faulty) resumed process departs from the optimiser settings of its param groups:
+ * `lrScale` multiplies the applied LR (the logged schedule stays right), `noWeightDecay` drops
+ * every group's weight decay. Neither touches the state, so no digest shows them.
  */
 export interface UpdateTweak {
   /** Factor on the LR applied by each update (1 when absent). */
   lrScale?: number;
-  /** AdamW settings in force (default {@link HYPER}). */
-  hyper?: Readonly<Hyper>;
+  /**
+   * A calibration's known LR error (`--lr-scale-on-resume`): a factor on the LR that is applied
+   * and logged, so the harness can see it took effect (1 when absent).
+   */
+  lrCalibration?: number;
+  /** Apply no weight decay, whatever the groups say. */
+  noWeightDecay?: boolean;
 }
 
 /** Drives micro-batches and optimizer steps over a {@link TrainState}. */
@@ -117,7 +123,19 @@ export class Engine {
     }
     common.rng.offset += 1;
     common.microStep += 1;
+    common.samples += micro;
     this.pending += 1;
+  }
+
+  /** The AdamW settings of a param group, as this process applies them. */
+  #hyperOf(group: ParamGroup): Hyper {
+    return {
+      ...HYPER,
+      beta1: group.beta1,
+      beta2: group.beta2,
+      eps: group.eps,
+      weightDecay: this.#tweak.noWeightDecay ? 0 : group.weightDecay,
+    };
   }
 
   /** Reduces, clips and applies the accumulated gradients; returns the step's record. */
@@ -149,12 +167,14 @@ export class Engine {
         for (let i = 0; i < g.length; i++) g[i] *= coef;
       }
     }
-    const lr = schedulerStep(state.common.scheduler);
+    const lr = schedulerStep(state.common.scheduler) * (this.#tweak.lrCalibration ?? 1);
     state.common.optimizerStep += 1;
     const t = state.common.optimizerStep;
-    const applied = lr * (this.#tweak.lrScale ?? 1);
-    const hyper = this.#tweak.hyper ?? HYPER;
     for (const spec of specs) {
+      const group = state.common.paramGroups.find((g) => g.params.includes(spec.name));
+      if (group === undefined) throw new Error(`${spec.name} is in no param group`);
+      const applied = lr * group.lrScale * (this.#tweak.lrScale ?? 1);
+      const hyper = this.#hyperOf(group);
       const ps = state.params.get(spec.name)!;
       const map = maps.get(spec.name)!;
       const full = gradOf(total, spec.name);

@@ -30,6 +30,16 @@ export const FAULTS: readonly FaultInfo[] = Object.freeze([
   { name: "converter-transpose", site: "convert", breaks: "column-split param merged as rows" },
   { name: "replica-drift", site: "save", breaks: "one expert replica perturbed in the files" },
   { name: "save-perturbs-rng", site: "save", breaks: "saving draws from the running RNG" },
+  {
+    name: "cursor-saved-early",
+    site: "save",
+    breaks: "the checkpoint records the data cursor one micro-batch early",
+  },
+  {
+    name: "param-group-lost",
+    site: "load",
+    breaks: "the expert param group is rebuilt with default weight decay 0 on load",
+  },
   // Subtle faults: small enough that a reshard's reduction-order drift could hide them.
   { name: "lr-scaled-on-resume", site: "load", breaks: "resumed updates use LR x 1.001" },
   { name: "weight-decay-dropped", site: "load", breaks: "resumed updates skip weight decay" },
@@ -37,6 +47,11 @@ export const FAULTS: readonly FaultInfo[] = Object.freeze([
     name: "expert-moments-wrong-rank",
     site: "load",
     breaks: "after a reshard, one expert's Adam moments come from another EP rank",
+  },
+  {
+    name: "expert-moment-one-param",
+    site: "load",
+    breaks: "after a reshard, one expert of w2 alone takes its Adam moments from another EP rank",
   },
 ]);
 

@@ -9,7 +9,7 @@
 
 import { extract, type ParamAffineMap, rebuild, ReplicaConflictError } from "../affine/mod.ts";
 import { roundToBf16Into } from "./bf16.ts";
-import { HYPER } from "./config.ts";
+import { freshParamGroups, HYPER, type ParamGroup } from "./config.ts";
 import { freshSampler, type SamplerState } from "./data.ts";
 import { CheckpointError } from "./trainer_errors.ts";
 import { Hasher64, hashJson } from "./hash.ts";
@@ -43,6 +43,10 @@ export interface CommonState {
   globalStep: number;
   /** Micro-batches consumed. */
   microStep: number;
+  /** Samples consumed (whatever the micro-batch size: the logical data counter). */
+  samples: number;
+  /** Optimizer param groups and their hyper-parameters. */
+  paramGroups: ParamGroup[];
   /** Adam's step counter (bias correction). */
   optimizerStep: number;
   /** LR scheduler. */
@@ -134,6 +138,8 @@ export function initState(layout: Layout, seed: number, steps: number): TrainSta
     common: {
       globalStep: 0,
       microStep: 0,
+      samples: 0,
+      paramGroups: freshParamGroups(HYPER, layout.specs),
       optimizerStep: 0,
       scheduler: freshScheduler(HYPER, steps),
       rng: { seed, offset: 0 },
@@ -262,8 +268,67 @@ export function digestState(state: TrainState): StateDigests {
     lr_scheduler: hashJson(common.scheduler),
     rng: hashJson(common.rng),
     sampler: hashJson(common.sampler),
+    param_groups: hashJson(paramGroupsJson(common.paramGroups)),
+    engine_counters: hashJson(engineCounters(common, layout.model.globalBatch)),
   });
   return { digests, tensors };
+}
+
+/** Param groups as checkpoints store them (DeepSpeed's `param_groups` keys). */
+export function paramGroupsJson(groups: readonly ParamGroup[]): Record<string, unknown>[] {
+  return groups.map((g) => ({
+    params: [...g.params],
+    lr_scale: g.lrScale,
+    betas: [g.beta1, g.beta2],
+    eps: g.eps,
+    weight_decay: g.weightDecay,
+  }));
+}
+
+/** Param groups read back from a checkpoint's `param_groups` (a path-precise error otherwise). */
+export function paramGroupsFromJson(raw: unknown, where: string): ParamGroup[] {
+  if (!Array.isArray(raw) || raw.length === 0) {
+    throw new CheckpointError(`${where}: param_groups is missing or empty`);
+  }
+  return raw.map((g, i) => {
+    const num = (x: unknown, key: string) => {
+      if (typeof x !== "number" || !Number.isFinite(x)) {
+        throw new CheckpointError(`${where}: param_groups[${i}].${key} is not a number`);
+      }
+      return x;
+    };
+    if (!Array.isArray(g?.params) || !g.params.every((n: unknown) => typeof n === "string")) {
+      throw new CheckpointError(`${where}: param_groups[${i}].params is not a list of names`);
+    }
+    if (!Array.isArray(g.betas) || g.betas.length !== 2) {
+      throw new CheckpointError(`${where}: param_groups[${i}].betas is not a pair`);
+    }
+    return {
+      params: [...g.params],
+      lrScale: num(g.lr_scale, "lr_scale"),
+      beta1: num(g.betas[0], "betas[0]"),
+      beta2: num(g.betas[1], "betas[1]"),
+      eps: num(g.eps, "eps"),
+      weightDecay: num(g.weight_decay, "weight_decay"),
+    };
+  });
+}
+
+/**
+ * The engine's counters in logical units: steps, samples consumed, and samples consumed inside
+ * the unfinished accumulation window (0 on a boundary). Counted in samples, not micro-batches,
+ * so a resume with another micro-batch size compares like with like. The trainer skips no
+ * steps (no loss scaling), so there is no skipped-step counter to hash.
+ */
+export function engineCounters(
+  common: CommonState,
+  globalBatch: number,
+): { global_steps: number; global_samples: number; window_samples: number } {
+  return {
+    global_steps: common.globalStep,
+    global_samples: common.samples,
+    window_samples: common.samples - common.globalStep * globalBatch,
+  };
 }
 
 /** The component digests alone (see {@link digestState}). */

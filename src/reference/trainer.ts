@@ -2,18 +2,19 @@
  * The `train` command: builds the layout, loads a checkpoint through the chosen resume loader
  * (before anything is written), then runs optimizer steps, logs step records and events to the
  * metrics sink, and saves the native checkpoint at `--save-at`. Faults act here at load time
- * (skip-*-restore, reset-adam-step) and save time (mid-accumulation-save, replica-drift,
- * save-perturbs-rng).
+ * (skip-*-restore, reset-adam-step, param-group-lost, expert-moment*) and save time
+ * (mid-accumulation-save, replica-drift, save-perturbs-rng, cursor-saved-early).
  *
  * @module
  */
 
 import { saveNative, tagOf } from "./checkpoint.ts";
 import { HYPER, MODEL, type TrainOptions } from "./config.ts";
-import { freshSampler, makeDataset } from "./data.ts";
+import { freshSampler, makeDataset, type SamplerState } from "./data.ts";
 import { Engine, type UpdateTweak } from "./engine.ts";
 import { UsageError } from "./trainer_errors.ts";
 import { buildLayout } from "./layout.ts";
+import { PARAM } from "./model.ts";
 import { type MetricsSink, openMetrics } from "./metrics.ts";
 import { freshScheduler } from "./optimizer.ts";
 import { resolveResume, resumeLoader } from "./resume.ts";
@@ -52,6 +53,11 @@ function applyLoadFault(
     case "reset-adam-step":
       common.optimizerStep = 0;
       break;
+    case "param-group-lost":
+      // A loader that restores group 0 and rebuilds the others with the optimizer's defaults
+      // (torch.optim.Adam: no weight decay): the expert group stops decaying.
+      common.paramGroups = common.paramGroups.map((g, i) => i === 0 ? g : { ...g, weightDecay: 0 });
+      break;
   }
 }
 
@@ -61,23 +67,24 @@ function applyLoadFault(
  */
 function updateTweak(fault: string | null): UpdateTweak {
   if (fault === "lr-scaled-on-resume") return { lrScale: 1.001 };
-  if (fault === "weight-decay-dropped") return { hyper: { ...HYPER, weightDecay: 0 } };
+  if (fault === "weight-decay-dropped") return { noWeightDecay: true };
   return {};
 }
 
 /**
- * `expert-moments-wrong-rank`: after a re-sliced load (universal or plan), EP rank 1's first
+ * `expert-moments-wrong-rank` (every expert parameter) and `expert-moment-one-param` (`only`,
+ * one parameter): after a re-sliced load (universal or plan), EP rank 1's first
  * local expert takes its Adam moments from EP rank 0's first local expert — the off-by-one-rank
  * bug of a reshard that indexes source files by the target's EP rank.
  */
-function swapExpertMoments(state: TrainState): void {
+function swapExpertMoments(state: TrainState, only?: string): void {
   const { layout, params } = state;
   if (layout.topology.epSize < 2) return;
   const first = (p: number) => layout.slots[p].findIndex((slot) => slot === 0);
   const [e0, e1] = [first(0), first(1)];
   if (e0 < 0 || e1 < 0 || e0 === e1) return;
   for (const spec of layout.specs) {
-    if (spec.kind === "dense") continue;
+    if (spec.kind === "dense" || (only !== undefined && spec.name !== only)) continue;
     const ps = params.get(spec.name)!;
     const per = ps.expAvg[1].length / layout.slots[1].filter((s) => s >= 0).length;
     ps.expAvg[1].set(ps.expAvg[0].subarray(0, per), 0);
@@ -101,6 +108,9 @@ async function startState(opts: TrainOptions): Promise<{
   if (opts.fault === "expert-moments-wrong-rank" && where.kind !== "native") {
     swapExpertMoments(state);
   }
+  if (opts.fault === "expert-moment-one-param" && where.kind !== "native") {
+    swapExpertMoments(state, PARAM.w2);
+  }
   return { state, loaded: { kind: where.kind, path: where.path } };
 }
 
@@ -119,7 +129,12 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
   // The data follow the saving run's seed (the sampler's), whatever --seed a resume passes.
   const data = makeDataset(state.common.sampler.seed, MODEL);
   // Resumed processes only: the baseline and the split stay clean whatever the fault.
-  const engine = new Engine(state, data, opts.gradAccum, loaded ? updateTweak(opts.fault) : {});
+  const engine = new Engine(
+    state,
+    data,
+    opts.gradAccum,
+    loaded ? { ...updateTweak(opts.fault), lrCalibration: opts.lrScaleOnResume } : {},
+  );
   const t = opts.topology;
   const sink: MetricsSink = openMetrics(opts.metricsFile, io.out);
   try {
@@ -167,6 +182,18 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
   }
 }
 
+/** The sampler one micro-batch back (into the previous epoch when the cursor is that early). */
+function rewound(state: TrainState, gradAccum: number): SamplerState {
+  const s = state.common.sampler;
+  let position = s.position - state.layout.model.globalBatch / gradAccum;
+  let epoch = s.epoch;
+  while (position < 0 && epoch > 0) {
+    epoch -= 1;
+    position += s.datasetSize;
+  }
+  return { ...s, epoch, position: Math.max(0, position) };
+}
+
 function save(
   state: TrainState,
   engine: Engine,
@@ -183,8 +210,13 @@ function save(
     // Saving draws from the running generator before its state is captured.
     state.common.rng.offset += 1;
   }
-  const { digests, tensors } = digestState(state);
-  const path = saveNative(state, {
+  // `cursor-saved-early`: the checkpoint takes the cursor of one micro-batch back; the running
+  // state keeps the right one.
+  const saved = opts.fault === "cursor-saved-early"
+    ? { ...state, common: { ...state.common, sampler: rewound(state, opts.gradAccum) } }
+    : state;
+  const { digests, tensors } = digestState(saved);
+  const path = saveNative(saved, {
     checkpointDir: opts.checkpointDir!,
     gradAccum: opts.gradAccum,
     seed: opts.seed,

@@ -76,11 +76,13 @@ Deno.test("train: the split run matches the baseline and its saved event is on a
   assert.equal(ev.grad_accum, 2);
   assert.equal(ev.micro_step, N * 2);
   assert.deepEqual(Object.keys(ev.digests!).sort(), [
+    "engine_counters",
     "exp_avg",
     "exp_avg_sq",
     "lr_scheduler",
     "module_params",
     "optimizer_step",
+    "param_groups",
     "params",
     "rng",
     "sampler",
@@ -249,6 +251,18 @@ const FAULT_TABLE: {
     native: N + 1,
     universal: N + 1,
     digests: { native: [], universal: [] },
+  },
+  {
+    fault: "cursor-saved-early",
+    native: N + 1,
+    universal: N + 1,
+    digests: { native: [], universal: [] },
+  },
+  {
+    fault: "param-group-lost",
+    native: N + 2,
+    universal: N + 2,
+    digests: { native: ["param_groups"], universal: ["param_groups"] },
   },
 ];
 

@@ -24,7 +24,7 @@
 import { basename, dirname, join } from "node:path";
 import { extract, InvalidMapError, numelOf, type ParamAffineMap, rebuild } from "../affine/mod.ts";
 import { checkModel, type NativeMeta, readNative } from "./checkpoint.ts";
-import { HYPER, MODEL } from "./config.ts";
+import { MODEL } from "./config.ts";
 import { CheckpointError, TrainerError } from "./trainer_errors.ts";
 import {
   readVerifiedFolder,
@@ -41,7 +41,12 @@ import {
   type Tensor,
   tensor,
 } from "./safetensors.ts";
-import type { CommonState, LoadedCheckpoint, ShardSet } from "./state.ts";
+import {
+  type CommonState,
+  type LoadedCheckpoint,
+  paramGroupsFromJson,
+  type ShardSet,
+} from "./state.ts";
 
 /** Format name of the universal common state. */
 export const UNIVERSAL_FORMAT = "parity-reference-universal";
@@ -136,11 +141,7 @@ export function convertToUniversal(opts: ConvertOptions): string {
         {
           zero_stage: meta.topology.zero_stage,
           optimizer_step: meta.optimizer_step,
-          param_groups: [{
-            betas: [HYPER.beta1, HYPER.beta2],
-            eps: HYPER.eps,
-            weight_decay: HYPER.weightDecay,
-          }],
+          param_groups: meta.param_groups,
         },
         null,
         1,
@@ -153,9 +154,11 @@ export function convertToUniversal(opts: ConvertOptions): string {
     source_tag: meta.tag,
     global_steps: meta.global_steps,
     micro_steps: meta.micro_steps,
+    global_samples: meta.global_samples,
     grad_accum: meta.grad_accum,
     optimizer_step: meta.optimizer_step,
     lr_scheduler: meta.lr_scheduler,
+    param_groups: meta.param_groups,
     data_sampler: meta.data_sampler,
     rng_state: { seed: ck.common.rng.seed, offset: ck.common.rng.offset },
     model: meta.model,
@@ -189,6 +192,8 @@ interface UniversalCommon {
   format: string;
   global_steps: number;
   micro_steps: number;
+  global_samples: number;
+  param_groups: unknown;
   optimizer_step: number;
   lr_scheduler: NativeMeta["lr_scheduler"];
   data_sampler: NativeMeta["data_sampler"];
@@ -271,6 +276,8 @@ function readUniversal(folder: string): UniversalCheckpoint {
     common: {
       globalStep: c.global_steps,
       microStep: c.micro_steps,
+      samples: c.global_samples,
+      paramGroups: paramGroupsFromJson(c.param_groups, where),
       optimizerStep: step ?? c.optimizer_step,
       scheduler: { ...c.lr_scheduler },
       rng: { ...c.rng_state },

@@ -21,6 +21,7 @@ import {
   count,
   duration,
   exact,
+  percent,
   stat,
 } from "../format/numbers.ts";
 import { plannerText, secondOpinionText, verdictLabel } from "./_format.ts";
@@ -261,6 +262,38 @@ function derivationText(d: NoiseRtolDerivation | undefined): string {
   if (d === undefined) return "—";
   const rule = `max(max rel × ${d.multiplier}, ${stat(d.floor)})`;
   return d.source === "tolerance-auto" ? `${rule}, tolerance: auto` : rule;
+}
+
+/**
+ * What each calibrated comparison would have caught (docs/parity.md, "Sensitivity"): one row per
+ * comparison with calibration resumes, each calibration as `error verdict@step`.
+ */
+export function sensitivityTable(run: LoadedRun): Table {
+  const rows = run.summary.comparisons.flatMap((cmp) => {
+    const s = cmp.sensitivity;
+    if (s === undefined) return [];
+    const tried = s.tried.map((t) =>
+      `${percent(t.lr_error)} ${t.verdict}${
+        t.first_divergent_step === null ? "" : ` at ${t.first_divergent_step}`
+      }${t.test ? ` (${t.test})` : ""}${t.applied === false ? " (not applied)" : ""}`
+    ).join("; ");
+    return [[
+      c(cmp.name),
+      verdictCell(cmp.verdict),
+      c(cmp.lane),
+      c(s.detects === null ? "none tried" : `≥ ${percent(s.detects)}`),
+      c(tried),
+      c(s.statement),
+    ]];
+  });
+  return {
+    id: "sensitivity",
+    title: "What a PASS is worth",
+    headers: ["comparison", "verdict", "lane", "LR error caught", "calibrations", "meaning"],
+    numeric: [false, false, false, false, false, false],
+    rows,
+    empty: "No resume has calibrations (resume.<name>.sensitivity).",
+  };
 }
 
 /** The noise-floor table (one row). */

@@ -24,6 +24,7 @@ import {
   noiseTable,
   phasesTable,
   planTable,
+  sensitivityTable,
   stateTable,
   type Table,
   unjudgedComparisons,
@@ -145,7 +146,9 @@ export async function renderHtml(
     sections.push({ id: "diverged", title: "Where it diverged", html: diverged });
   }
   if (charts.length > 0) sections.push({ id: "charts", title: "Charts", html: chartsHtml(charts) });
-  for (const t of [planTable(run), noiseTable(run), diagnosticsTable(run)]) sections.push(table(t));
+  for (const t of [sensitivityTable(run), planTable(run), noiseTable(run), diagnosticsTable(run)]) {
+    if (t.id !== "sensitivity" || t.rows.length > 0) sections.push(table(t));
+  }
   sections.push(table(phasesTable(run, existingFiles)));
   const logs = erroredPhases(run).map((phase) => {
     const tail = run.logTail(phase.name);

@@ -102,6 +102,13 @@ function _comparisonCase(s: RunSummary, c: _Comparison): Case {
       ["max_ulp_unit", comparisonUlp(c)?.unit ?? ""],
       ["culprit", blamedPhases(c, s).join(", ")],
       ["state_components", differing.join(", ")],
+      // What a PASS is worth, when calibration resumes measured it (docs/parity.md, "Sensitivity").
+      ...(c.sensitivity
+        ? [
+          ["sensitivity_lr_error", known(c.sensitivity.detects, exact)],
+          ["sensitivity", c.sensitivity.statement],
+        ] as [string, string][]
+        : []),
     ],
   };
 }

@@ -24,6 +24,7 @@ import {
   noiseTable,
   phasesTable,
   planTable,
+  sensitivityTable,
   stateTable,
   type Table,
   unjudgedComparisons,
@@ -319,6 +320,13 @@ function sections(
   out.push({ text: mdText(headline(run)) + previous });
   out.push(stateSection(run, resolve));
   out.push(_differsSection(run, resolve));
+  const worth = sensitivityTable(run);
+  if (worth.rows.length > 0) {
+    out.push({
+      text: `### ${worth.title}\n\n${mdTable(worth, resolve)}`,
+      brief: `_${worth.title}: see report.html._`,
+    });
+  }
   if (s.golden) out.push({ text: goldenLine(s.golden) });
   const broken = culprits(s);
   if (broken.length > 0) {

@@ -63,6 +63,17 @@ export interface PhasePaths {
   stateFile?: string;
 }
 
+/**
+ * A calibration phase: a resume repeated with its learning rate scaled by `1 + lr_error` from
+ * the first resumed step, to measure what its lane against the baseline can detect.
+ */
+export interface Calibration {
+  /** The resume phase it repeats (`resume-<name>`). */
+  of: string;
+  /** Relative LR error applied on resume (`1e-3` = LR × 1.001). */
+  lr_error: number;
+}
+
 /** Why a resume is judged in its lane against the baseline. */
 export interface LaneChoice {
   /** The lane. */
@@ -95,6 +106,8 @@ export interface PhaseSpec {
   topologyKey: string;
   /** Resumes: the lane against the baseline and why. */
   lane?: LaneChoice;
+  /** Calibration phases: the resume they repeat with a known LR error (docs/parity.md). */
+  calibration?: Calibration;
   /** Micro-batches per optimizer step, when declared. */
   gradAccum?: number;
   /** Program and arguments (never passed through a shell). */

@@ -22,6 +22,7 @@ export type PhaseRole =
   | "split"
   | "resume"
   | "repeat"
+  | "calibrate"
   | "convert"
   | "plan"
   | "execute";
@@ -122,6 +123,47 @@ export interface ComparisonSummary {
   codes?: string[];
   /** Drift lane: what each of its three tests measured. */
   drift?: DriftSummary;
+  /**
+   * What this lane would have caught, measured by the calibration resumes of `b`
+   * (`resume.<name>.sensitivity`; docs/parity.md, "Sensitivity"); absent without them.
+   */
+  sensitivity?: SensitivitySummary;
+}
+
+/** What a comparison's lane detects, measured on this experiment (docs/parity.md, "Sensitivity"). */
+export interface SensitivitySummary {
+  /** The known perturbation: the resumed LR scaled by `1 + lr_error`. */
+  perturbation: "lr_scale";
+  /** The calibrations, by increasing LR error. */
+  tried: CalibrationResult[];
+  /**
+   * Smallest LR error from which every tried error FAILs the lane (with the error shown in the
+   * logged LR where one is logged); null when the largest does not.
+   */
+  detects: number | null;
+  /** Largest tried error below {@link detects} that the lane passed (null when none). */
+  missed: number | null;
+  /** One sentence: what a PASS of this comparison is worth. */
+  statement: string;
+}
+
+/** One calibration resume judged in its resume's lane against the same reference. */
+export interface CalibrationResult {
+  /** The calibration phase (`calibrate-<name>-lr1e-3`). */
+  phase: string;
+  /** Relative LR error it applied. */
+  lr_error: number;
+  /** The lane's verdict on it (FAIL = detected). */
+  verdict: Verdict;
+  /** Where the lane saw it. */
+  first_divergent_step: number | null;
+  /** Drift lane: the test that caught it. */
+  test?: DriftFailure["test"];
+  /**
+   * Whether its logged `lr` shows the error against the reference's (null: no `lr` logged, so
+   * unverified). A calibration whose LR did not change proves nothing and is not counted.
+   */
+  applied: boolean | null;
 }
 
 /** What the drift lane measured (docs/parity.md, "The drift lane"). */
