@@ -28,10 +28,24 @@ function describe(summary: RunSummary): string {
 const results = await Deno.makeTempDir({ prefix: "detection-" });
 globalThis.addEventListener("unload", () => Deno.removeSync(results, { recursive: true }));
 
+/** One quickstart run in its own results folder with `--set` overrides, and its summary. */
+async function runQuickstart(folder: string, sets: string[]) {
+  const dir = join(results, folder);
+  const run = await runCli([
+    "run",
+    QUICKSTART,
+    "--results",
+    dir,
+    "--quiet",
+    ...sets.flatMap((s) => ["--set", s]),
+  ]);
+  const summary = await latestSummary(dir, "quickstart");
+  return { run, summary, why: `${describe(summary)}\n${run.stderr.slice(-2000)}` };
+}
+
 Deno.test("detection matrix: the clean quickstart passes every comparison", async () => {
-  const run = await runCli(["run", QUICKSTART, "--results", join(results, "clean"), "--quiet"]);
-  const summary = await latestSummary(join(results, "clean"), "quickstart");
-  assert.equal(run.code, 0, `${describe(summary)}\n${run.stderr}`);
+  const { run, summary, why } = await runQuickstart("clean", []);
+  assert.equal(run.code, 0, why);
   assert.equal(summary.verdict, "PASS");
   assert.ok(
     summary.comparisons.length >= 6 && summary.comparisons.every((c) => c.verdict === "PASS"),
@@ -52,18 +66,9 @@ Deno.test("detection matrix: the clean quickstart passes every comparison", asyn
 
 for (const row of DETECTION_MATRIX) {
   Deno.test(`detection matrix: ${row.fault} fails ${row.comparison} at step ${row.step}`, async () => {
-    const dir = join(results, row.fault);
-    const run = await runCli([
-      "run",
-      QUICKSTART,
-      "--results",
-      dir,
-      "--quiet",
-      "--set",
+    const { run, summary, why } = await runQuickstart(row.fault, [
       `trainer.args.fault=${row.fault}`,
     ]);
-    const summary = await latestSummary(dir, "quickstart");
-    const why = `${describe(summary)}\n${run.stderr.slice(-2000)}`;
     assert.equal(run.code, 1, why);
     assert.equal(summary.verdict, "FAIL", why);
     const comparison = summary.comparisons.find((c) =>
@@ -98,20 +103,10 @@ for (const row of DETECTION_MATRIX) {
 Deno.test("detection matrix: a state difference no loss shows still fails, card cause-state-only", async () => {
   // One resumed step: expert-moment-one-param's wrong moments first move the loss at N+2, so
   // only the restore checks can tell, and the card must name the tensor.
-  const dir = join(results, "state-only");
-  const run = await runCli([
-    "run",
-    QUICKSTART,
-    "--results",
-    dir,
-    "--quiet",
-    "--set",
+  const { run, summary, why } = await runQuickstart("state-only", [
     "trainer.args.fault=expert-moment-one-param",
-    "--set",
     "schedule.steps=21",
   ]);
-  const summary = await latestSummary(dir, "quickstart");
-  const why = `${describe(summary)}\n${run.stderr.slice(-2000)}`;
   assert.equal(run.code, 1, why);
   assert.equal(summary.verdict, "FAIL", why);
   assert.ok(summary.comparisons.every((c) => c.verdict !== "FAIL"), why);
