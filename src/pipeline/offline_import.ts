@@ -1,0 +1,269 @@
+/**
+ * `parity run <file> --import BUNDLE`: a bundle that `tools/offline_phases.py` ran elsewhere
+ * becomes an earlier run of the experiment, so the normal pipeline judges it without launching
+ * anything. Its phase folders are copied into `<results>/<experiment>/<run-id>/phases/` and each
+ * gets the `phase.json` the runner writes at completion — status, exit code and times from
+ * `offline_result.json`, output and checkpoint hashes computed here by the runner's own
+ * functions, the cache key checked equal to the one this harness computes for the same plan.
+ * A checkpoint the target wrote but that did not come back (size limits) is recorded as
+ * `artifacts_pruned`, as `gc` records a deleted one: its consumers, run offline, are reused; the
+ * metrics and digests still judge.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { type Experiment, resolvePlan } from "../experiment/mod.ts";
+import { LogTail } from "../process/mod.ts";
+import type { PhaseSpec } from "../types/phase_spec.ts";
+import type { Diagnostic, PhaseStatus } from "../types/summary.ts";
+import { UsageError } from "../types/harness_error.ts";
+import { checkpointRoots, phaseOutputs } from "./artifacts.ts";
+import { hashCheckpoints } from "./checkpoint_hashes.ts";
+import { type Bundle, BUNDLE_FILE, BUNDLE_FORMAT, OFFLINE_RESULT_FILE } from "./offline_bundle.ts";
+import { hashPhaseOutputs } from "./output_hashes.ts";
+import { computeKeys } from "./phase_execution.ts";
+import { assertInside, newRunId, pathExists, writeJsonAtomic } from "./run_store.ts";
+
+/** What offline_phases.py recorded for one phase. */
+interface OfflineResult {
+  status: PhaseStatus;
+  exit_code: number | null;
+  wall_s: number;
+  message?: string;
+  started_at?: string;
+  finished_at?: string;
+  argv0?: string;
+  cache_key?: string;
+  env_missing?: string[];
+  artifacts?: Record<string, { path: string; present: boolean; files: number; bytes: number }>;
+}
+
+/** Options of {@linkcode importBundle}. */
+export interface ImportOptions {
+  /** The bundle folder, as it came back. */
+  bundleDir: string;
+  /** `<results>/<experiment>`. */
+  experimentDir: string;
+  /** Folder relative paths of the experiment resolve against. */
+  baseDir: string;
+  /** Environment for `${env.NAME}`. */
+  harnessEnv: Record<string, string>;
+}
+
+/** What an import did. */
+export interface ImportResult {
+  /** The run folder the bundle became. */
+  runDir: string;
+  /** One line each for the console. */
+  notes: string[];
+  /** Warnings the run's report carries (`checkpoint-not-returned`). */
+  warnings: Diagnostic[];
+}
+
+/** Diagnostic code of a checkpoint written offline whose bytes did not come back. */
+export const CHECKPOINT_NOT_RETURNED = "checkpoint-not-returned";
+
+/** Reads a bundle's `bundle.json`; a missing or foreign one is a usage error (exit 2). */
+export async function readBundle(bundleDir: string): Promise<Bundle> {
+  const path = join(bundleDir, BUNDLE_FILE);
+  let bundle: Bundle;
+  try {
+    bundle = JSON.parse(await Deno.readTextFile(path));
+  } catch (e) {
+    const why = e instanceof Deno.errors.NotFound ? "no such file" : "not readable JSON";
+    throw new UsageError(`--import ${bundleDir}: ${path}: ${why}`);
+  }
+  if (bundle?.format !== BUNDLE_FORMAT || !Array.isArray(bundle.phases)) {
+    throw new UsageError(`--import ${bundleDir}: not an offline bundle of format ${BUNDLE_FORMAT}`);
+  }
+  return bundle;
+}
+
+/**
+ * Copies the phases `bundleDir` ran into a new run folder of `exp` and writes their completion
+ * markers. Refuses (exit 2) a bundle of another experiment or plan: every phase's cache key must
+ * be the one this harness computes now, so the run that follows reuses exactly these phases.
+ */
+export async function importBundle(exp: Experiment, options: ImportOptions): Promise<ImportResult> {
+  const bundle = await readBundle(options.bundleDir);
+  if (bundle.experiment !== exp.name) {
+    throw new UsageError(
+      `--import ${options.bundleDir}: the bundle is of experiment ${bundle.experiment}, not ${exp.name}`,
+    );
+  }
+  const runDir = join(options.experimentDir, newRunId(new Date(), `import:${options.bundleDir}`));
+  assertInside(options.experimentDir, runDir);
+  const plan = resolvePlan(exp, {
+    runDir,
+    baseDir: options.baseDir,
+    harnessEnv: options.harnessEnv,
+  });
+  const keys = await computeKeys(plan.phases, options.baseDir, options.harnessEnv);
+  const exported = new Map(bundle.phases.map((p) => [p.name, p]));
+  for (const spec of plan.phases) {
+    const key = keys.get(spec.name)!;
+    const theirs = exported.get(spec.name)?.cache_key;
+    if (theirs !== key) {
+      throw new UsageError(
+        `--import ${options.bundleDir}: phase ${spec.name} ` +
+          (theirs === undefined
+            ? "is not in the bundle"
+            : `has cache key ${theirs} there, ${key} here`) +
+          " (another --set, experiment or code): export the bundle again from this plan",
+      );
+    }
+  }
+  const notes: string[] = [];
+  const warnings: Diagnostic[] = [];
+  const counts: Record<string, number> = {};
+  for (const spec of plan.phases) {
+    const from = join(options.bundleDir, "phases", spec.name);
+    const result = await readOfflineResult(from);
+    if (!result) continue; // not run there (offline_phases.py --only): judged as not run
+    await copyTree(from, spec.paths.dir);
+    counts[result.status] = (counts[result.status] ?? 0) + 1;
+    const told = await writeCompletion(
+      spec,
+      keys.get(spec.name)!,
+      result,
+      options.bundleDir,
+      runDir,
+    );
+    notes.push(...told.notes);
+    warnings.push(...told.warnings);
+  }
+  const tally = Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ") || "no phase ran";
+  notes.unshift(`imported the offline bundle ${options.bundleDir} as run ${runDir}: ${tally}`);
+  return { runDir, notes, warnings };
+}
+
+async function readOfflineResult(phaseDir: string): Promise<OfflineResult | undefined> {
+  try {
+    return JSON.parse(await Deno.readTextFile(join(phaseDir, OFFLINE_RESULT_FILE)));
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return undefined;
+    throw new UsageError(`${join(phaseDir, OFFLINE_RESULT_FILE)}: not readable JSON`);
+  }
+}
+
+/** The phase.json of an imported phase, as launchPhase writes it; notes on what did not come back. */
+async function writeCompletion(
+  spec: PhaseSpec,
+  key: string,
+  result: OfflineResult,
+  bundleDir: string,
+  runDir: string,
+): Promise<{ notes: string[]; warnings: Diagnostic[] }> {
+  const { paths } = spec;
+  const notes: string[] = [];
+  const warnings: Diagnostic[] = [];
+  const outputs = phaseOutputs(spec);
+  const status = result.status;
+  // A checkpoint the target left but that did not travel back: judged without it, never re-run.
+  const missing: string[] = [];
+  for (const [name, artifact] of Object.entries(result.artifacts ?? {})) {
+    if (!artifact.present) continue; // never written: the phase failed there, said so
+    if (!(await pathExists(artifact.path.replaceAll("<run>", runDir)))) {
+      missing.push(name);
+      if (name.endsWith("_marker")) continue; // its folder's warning says it
+      warnings.push({
+        level: "warning",
+        code: CHECKPOINT_NOT_RETURNED,
+        phase: spec.name,
+        message: `${spec.name}: its ${name} (${artifact.files} files, ` +
+          `${formatBytes(artifact.bytes)}) was written offline but not brought back: judged ` +
+          "from its metrics and digests, the phases that read it ran offline, and its bytes " +
+          "are not hashed here",
+      });
+    }
+  }
+  const roots = status === "ok" && missing.length === 0 ? checkpointRoots(spec.role, outputs) : [];
+  const checkpointHashes = roots.length > 0 ? await hashCheckpoints(paths.dir, roots) : undefined;
+  if (result.env_missing?.length) {
+    notes.push(`${spec.name}: ran offline without ${result.env_missing.join(", ")} set`);
+  }
+  const failed = status !== "ok" && status !== "skipped";
+  await writeJsonAtomic(join(paths.dir, "phase.json"), {
+    name: spec.name,
+    role: spec.role,
+    status,
+    cached: false,
+    wall_s: result.wall_s,
+    exit_code: result.exit_code,
+    consumes: spec.consumes,
+    cache_key: key,
+    attempts: 1,
+    ...(status !== "ok" ? { message: offlineMessage(result) } : {}),
+    ...(failed ? { log_tail: await logTail(paths.dir) } : {}),
+    signal: null,
+    started_at: result.started_at,
+    finished_at: result.finished_at,
+    argv: spec.argv,
+    cwd: spec.cwd,
+    topology: spec.topology,
+    outputs,
+    output_hashes: await hashPhaseOutputs(paths.dir, {
+      metrics: paths.metricsFile,
+      plan: paths.planOut,
+      state: paths.stateFile,
+    }),
+    ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
+    ...(missing.length > 0 ? { artifacts_pruned: true } : {}),
+    offline: {
+      bundle: bundleDir,
+      argv0: result.argv0,
+      artifacts: result.artifacts,
+      not_brought_back: missing,
+    },
+  });
+  return { notes, warnings };
+}
+
+function offlineMessage(result: OfflineResult): string {
+  return `ran offline: ${result.message ?? result.status}`;
+}
+
+/** Last lines of the phase's stdout, then its stderr (the error is usually there). */
+async function logTail(dir: string): Promise<string> {
+  const tail = new LogTail();
+  for (const name of ["stdout.log", "stderr.log"]) {
+    const text = await readEnd(join(dir, name), 64 * 1024);
+    for (const line of text.split("\n")) if (line !== "") tail.add(line);
+  }
+  return tail.text();
+}
+
+async function readEnd(path: string, max: number): Promise<string> {
+  try {
+    using file = await Deno.open(path);
+    const size = (await file.stat()).size;
+    await file.seek(Math.max(0, size - max), Deno.SeekMode.Start);
+    const buf = new Uint8Array(Math.min(size, max));
+    let read = 0;
+    while (read < buf.length) {
+      const n = await file.read(buf.subarray(read));
+      if (n === null) break;
+      read += n;
+    }
+    return new TextDecoder().decode(buf.subarray(0, read));
+  } catch {
+    return "";
+  }
+}
+
+/** Copies a folder (files, folders, links as links); the bundle stays as it came back. */
+async function copyTree(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const entry of Deno.readDir(from)) {
+    const src = join(from, entry.name);
+    const dst = join(to, entry.name);
+    if (entry.isDirectory) await copyTree(src, dst);
+    else if (entry.isSymlink) await Deno.symlink(await Deno.readLink(src), dst);
+    else await Deno.copyFile(src, dst);
+  }
+}
+
+function formatBytes(bytes: number): string {
+  return bytes >= 1024 ** 2 ? `${(bytes / 1024 ** 2).toFixed(1)} MiB` : `${bytes} bytes`;
+}
