@@ -78,6 +78,23 @@ Deno.test("export, offline_phases.py, --import: the verdicts of a normal run, no
     assert.ok(summary.phases.every((p) => p.cached && p.status === "ok"), "every phase reused");
     assert.deepEqual(await manifestChildren(results, SMALL.name), [], "no child launched");
     assert.match(judged.stderr, /imported the offline bundle .* 5 ok/);
+
+    // Another plan (here another seed) has other cache keys: refused, nothing imported.
+    const other = await runCli([
+      "run",
+      file,
+      "--set",
+      "seed=12",
+      "--results",
+      results,
+      "--import",
+      bundleDir,
+    ]);
+    assert.equal(other.code, 2, other.stderr);
+    assert.match(other.stderr, /phase baseline has cache key \w+ there, \w+ here/);
+    const mixed = await runCli(["run", file, "--import", bundleDir, "--only", "baseline"]);
+    assert.equal(mixed.code, 2);
+    assert.match(mixed.stderr, /launch nothing: drop --only and --force/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

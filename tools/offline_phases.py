@@ -55,9 +55,14 @@ def _load(bundle: str) -> dict:
 def _tokens(args, bundle: str, data: dict) -> dict:
     project = os.path.abspath(args.project)
     tokens = {"<run>": os.path.abspath(bundle), "<project>": project}
-    tokens["<python>"] = args.python or data.get("python", "")
-    tokens["<deno>"] = args.deno or ""
+    tokens["<python>"] = _program(args.python) or data.get("python", "")
+    tokens["<deno>"] = _program(args.deno) or ""
     return tokens
+
+
+def _program(path):
+    """A program given on the command line: a relative path is this shell's, not a phase's cwd's."""
+    return os.path.abspath(path) if path and os.sep in path and not os.path.isabs(path) else path
 
 
 def _expand(text: str, tokens: dict) -> str:
@@ -67,17 +72,28 @@ def _expand(text: str, tokens: dict) -> str:
 
 
 def _install_wheels(data: dict, bundle: str, tokens: dict) -> list:
-    """Installs the bundle's wheels into `<bundle>/site` with pip --no-index; the PYTHONPATH entry."""
-    wheels = [os.path.join(bundle, w) for w in data.get("wheels", [])]
+    """Installs the bundle's wheels the target's python lacks into `<bundle>/site` (pip, no index,
+    no dependencies); returns the PYTHONPATH entries for the phases."""
+    wheels = data.get("wheels", [])
     if not wheels:
         return []
+    python = _expand(tokens["<python>"], tokens)
     site = os.path.join(os.path.abspath(bundle), "site")
-    argv = [_expand(tokens["<python>"], tokens), "-m", "pip", "install", "--no-deps", "--no-index",
-            "--no-compile", "--upgrade", "--target", site, *wheels]
-    print(f"offline: installing {len(wheels)} wheel(s) into {site}", flush=True)
-    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if done.returncode != 0:
-        raise BundleError(f"pip install of the bundle's wheels failed:\n{done.stdout[-2000:]}")
+    for wheel in wheels:
+        dist = os.path.basename(wheel).split("-")[0]
+        # The box's own copy wins: its binary packages match its python.
+        have = subprocess.run([python, "-c", f"import importlib.metadata as m; m.version({dist!r})"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if have.returncode == 0:
+            print(f"offline: {dist}: the target's python has it, the bundle's wheel is not used",
+                  flush=True)
+            continue
+        argv = [python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-compile",
+                "--disable-pip-version-check", "--upgrade", "--target", site, os.path.join(bundle, wheel)]
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if done.returncode != 0:
+            raise BundleError(f"pip could not install {wheel} for {python}:\n{done.stdout[-2000:]}")
+        print(f"offline: {dist}: installed from the bundle into {site}", flush=True)
     return [site]
 
 

@@ -62,6 +62,7 @@ export const planCommand: Subcommand = (exit): Command =>
           baseDir: dirname(resolve(file)),
           harnessEnv: Deno.env.toObject(),
           experimentFile: file,
+          sets: options.set ?? [],
           wheels: options.wheel ?? [],
         });
         for (const note of bundle.notes) console.error(`note: ${note}`);

@@ -82,6 +82,8 @@ export interface Bundle {
   created_at: string;
   /** The experiment file, relative to the project. */
   experiment_file: string | null;
+  /** The `--set` overrides it was resolved with (`parity run --import` needs the same). */
+  sets: string[];
   /** Default of `<python>`. */
   python: string;
   /** Wheels (bundle-relative) the target installs before the Python phases. */
@@ -102,6 +104,8 @@ export interface BundleOptions {
   harnessEnv: Record<string, string>;
   /** The experiment file, for the record. */
   experimentFile: string | null;
+  /** The `--set` overrides, for the record. */
+  sets?: string[];
   /** Wheels to copy into `wheels/` (a DeepSpeed wheel for the target). */
   wheels?: string[];
 }
@@ -134,6 +138,7 @@ export async function writeBundle(exp: Experiment, options: BundleOptions): Prom
     harness_version: HARNESS_VERSION,
     created_at: new Date().toISOString(),
     experiment_file: options.experimentFile ? portable.text(resolve(options.experimentFile)) : null,
+    sets: options.sets ?? [],
     python: portable.text(join(DEEPSPEED_VENV, "bin/python")),
     wheels,
     phases,
