@@ -7,6 +7,7 @@
  */
 
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Bundle } from "../src/pipeline/offline_bundle.ts";
 import type { RunSummary } from "../src/types/summary.ts";
@@ -156,6 +157,40 @@ Deno.test("a phase that failed offline is ERROR with its log tail; a checkpoint 
   }
 });
 
+Deno.test("offline_phases.py stops a phase's whole process group at its timeout", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "parity-offline-" });
+  try {
+    const file = await writeExperiment(dir, "small.yaml", SMALL);
+    const bundleDir = join(dir, "bundle");
+    const bundle = await exportBundle(file, bundleDir);
+    // The phase starts a grandchild and hangs: both must be gone once the timeout is past.
+    const pidFile = join(dir, "grandchild.pid");
+    bundle.phases[0].timeout_s = 1;
+    bundle.phases[0].argv = [
+      "<deno>",
+      "eval",
+      `const c = new Deno.Command("sleep", { args: ["60"] }).spawn();
+       Deno.writeTextFileSync(${JSON.stringify(pidFile)}, String(c.pid));
+       await c.status;`,
+    ];
+    await Deno.writeTextFile(join(bundleDir, "bundle.json"), JSON.stringify(bundle));
+    const ran = await python(OFFLINE, bundleDir, "--deno", Deno.execPath(), "--only", "baseline");
+    assert.equal(ran.code, 3, ran.stdout + ran.stderr);
+    assert.match(ran.stdout, /baseline \.\.\. timeout in [\d.]+ s \(timed out after 1 s/);
+    const result = JSON.parse(
+      await Deno.readTextFile(join(bundleDir, "phases/baseline/offline_result.json")),
+    );
+    assert.equal(result.status, "timeout");
+    assert.ok(result.wall_s < 15, `${result.wall_s} s`);
+    const pid = Number(await Deno.readTextFile(pidFile));
+    const alive = await new Deno.Command("kill", { args: ["-0", String(pid)], stderr: "null" })
+      .output();
+    assert.notEqual(alive.code, 0, "the grandchild was stopped with its group");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the GPU experiment's bundle: portable paths, <python> overridable, no secret", async () => {
   const dir = await Deno.makeTempDir({ prefix: "parity-offline-" });
   const secret = "hf_offlineBundleSecret0123456789";
@@ -233,4 +268,65 @@ Deno.test("the GPU experiment's bundle: portable paths, <python> overridable, no
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+const VENV_PYTHON = join(PROJECT, ".venv-deepspeed/bin/python");
+const noVenv = !existsSync(VENV_PYTHON) && Deno.env.get("CI") !== "true";
+if (noVenv) console.error(`offline bundle tests: no ${VENV_PYTHON}; the gpu_check test is ignored`);
+
+Deno.test({
+  name:
+    "gpu_check --export / --offline / --import: wheels in the bundle, one line per phase and comparison",
+  ignore: noVenv,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "parity-offline-" });
+    const gpuCheck = async (...args: string[]) => {
+      const out = await new Deno.Command("bash", {
+        args: [join(PROJECT, "tools/gpu_check.sh"), ...args, "--results", join(dir, "results")],
+        cwd: PROJECT,
+        stdout: "piped",
+        stderr: "piped",
+        env: { NO_COLOR: "1" },
+      }).output();
+      const dec = new TextDecoder();
+      return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+    };
+    try {
+      const bundleDir = join(dir, "gpu-bundle");
+      const exported = await gpuCheck("--export", bundleDir, "--world-size", "2");
+      assert.equal(exported.code, 0, exported.stdout + exported.stderr);
+      const bundle: Bundle = JSON.parse(await Deno.readTextFile(join(bundleDir, "bundle.json")));
+      assert.ok(bundle.sets.includes("trainer.args.world_size=2"), JSON.stringify(bundle.sets));
+      assert.ok(
+        bundle.wheels.some((w) => /^wheels\/deepspeed-0\.19\.8-py3-none-any\.whl$/.test(w)),
+      );
+      let bytes = 0;
+      for await (const e of Deno.readDir(join(bundleDir, "wheels"))) {
+        bytes += (await Deno.stat(join(bundleDir, "wheels", e.name))).size;
+      }
+      assert.ok(bytes < 64 * 1024 ** 2, `${bytes} bytes of wheels travel`);
+
+      // This machine has no CUDA: every phase fails there, and the lines say so.
+      const offline = await gpuCheck("--offline", bundleDir);
+      assert.equal(offline.code, 3, offline.stdout + offline.stderr);
+      assert.match(
+        offline.stdout,
+        /^offline: deepspeed: (installed from the bundle|the target's python has it)/m,
+      );
+      assert.match(
+        offline.stdout,
+        /^phase 1\/6 baseline \.\.\. failed in [\d.]+ s \(exit code \d+\)$/m,
+      );
+      assert.match(offline.stdout, /^phase 3\/6 resume-native \.\.\. skipped/m);
+
+      const judged = await gpuCheck("--import", bundleDir);
+      assert.equal(judged.code, 3, judged.stdout + judged.stderr);
+      assert.match(judged.stdout, /^gpu_check: baseline~resume-native: ERROR \(exact\)$/m);
+      const summary = await latestSummary(join(dir, "results"), "deepspeed-gpu-autoep-seed");
+      assert.equal(summary.phases.find((p) => p.name === "baseline")!.status, "failed");
+      assert.ok(summary.phases.every((p) => !p.cached), "nothing reused: nothing ran ok");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });

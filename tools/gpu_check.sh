@@ -8,22 +8,24 @@
 #   tools/gpu_check.sh --export DIR [--world-size N]  # here: the bundle of the run, DeepSpeed wheels in it
 #   tools/gpu_check.sh --offline DIR                  # there: its phases with the system python3
 #   tools/gpu_check.sh --import DIR                   # here: judge what came back, one line per comparison
+#   (--results DIR: the results folder of the run and of --export's wheel cache; default results/)
 # The world size W is a power of two that divides the experiment's 16 experts: AutoEP size = W,
 # and the global batch grows to 16 x W so each rank keeps at least one sample per micro-batch.
 # Needs Node/npm (Deno comes from npm) and, for a real run, PyPI for the CUDA build of the pinned
 # torch==2.13.0 (adapters/deepspeed/requirements.txt; setup_deepspeed.sh refuses any other pin).
 # NOT RUN ON A GPU YET: docs/deepspeed.md, "On a GPU node", says what is known and what is not.
 set -euo pipefail
-help_lines='2,15p'
+help_lines='2,16p'
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 experiment=experiments/deepspeed/gpu_autoep_seed.yaml
-dry=0 world="" mode="" bundle=""
+dry=0 world="" mode="" bundle="" results="$root/results"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) dry=1 ;;
     --world-size) world="${2:-}"; shift ;;
+    --results) results="$(realpath -m "${2:-results}")"; shift ;;
     --export | --offline | --import)
       mode="${1#--}" bundle="${2:-}"; shift
       [[ -n $bundle ]] || { echo "gpu_check: --$mode needs a bundle folder" >&2; exit 2; } ;;
@@ -59,10 +61,10 @@ if [[ $mode == import ]]; then
 for s in json.load(open(sys.argv[1]))["sets"]: print("--set"); print(s)' "$bundle/bundle.json")
   set +e
   npx -y deno@2.9.6 run -A src/cli/main.ts run "$experiment" "${sets[@]}" --import "$bundle" \
-    --results "$root/results"
+    --results "$results"
   code=$?
   set -e
-  summary="$root/results/deepspeed-gpu-autoep-seed/latest/summary.json"
+  summary="$results/deepspeed-gpu-autoep-seed/latest/summary.json"
   [[ -f $summary ]] && print_comparisons "$summary"
   exit $code
 fi
@@ -93,7 +95,7 @@ if [[ $mode == export ]]; then
   # built: DS_BUILD_OPS=0; CPU Adam is compiled on first use there, by torch's JIT).
   venv_python="$root/.venv-deepspeed/bin/python"
   [[ -x $venv_python ]] || { echo "gpu_check: ERROR: no .venv-deepspeed (deno task setup-deepspeed)" >&2; exit 3; }
-  wheels="$root/results/.offline-wheels"
+  wheels="$results/.offline-wheels"
   mkdir -p "$wheels"
   mapfile -t pins < <("$venv_python" -c 'import importlib.metadata as m
 for d in ["deepspeed", "hjson", "py-cpuinfo", "einops", "msgpack", "ninja", "pydantic", "pydantic-core", "annotated-types", "typing-inspection"]:
@@ -115,7 +117,6 @@ if [[ $gpus -lt $world ]]; then
   exit 3
 fi
 bash tools/setup_deepspeed.sh --cuda
-results="$root/results"
 set +e
 "${deno[@]}" run -A src/cli/main.ts run "$experiment" "${sets[@]}" --results "$results"
 code=$?
