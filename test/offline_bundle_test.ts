@@ -93,7 +93,16 @@ Deno.test("export, offline_phases.py, --import: the verdicts of a normal run, no
     ]);
     assert.equal(other.code, 2, other.stderr);
     assert.match(other.stderr, /phase baseline has cache key \w+ there, \w+ here/);
-    const mixed = await runCli(["run", file, "--import", bundleDir, "--only", "baseline"]);
+    const mixed = await runCli([
+      "run",
+      file,
+      "--import",
+      bundleDir,
+      "--only",
+      "baseline",
+      "--results",
+      results,
+    ]);
     assert.equal(mixed.code, 2);
     assert.match(mixed.stderr, /launch nothing: drop --only and --force/);
   } finally {

@@ -168,6 +168,9 @@ async function runFiles(
       `--import: give one experiment (the bundle's), not ${loaded.length}`,
     );
   }
+  if ((options.import !== "" || !options.launch) && (options.only.length || options.force.length)) {
+    return usageError(command, "--import and --no-launch launch nothing: drop --only and --force");
+  }
   const force = options.force.filter((name) => name !== FORCE_ALL);
   for (const { file, experiment } of loaded) {
     const phases = phaseNames(experiment);
