@@ -172,9 +172,9 @@ async function writeCompletion(
         code: CHECKPOINT_NOT_RETURNED,
         phase: spec.name,
         message: `${spec.name}: its ${name} (${artifact.files} files, ` +
-          `${formatBytes(artifact.bytes)}) was written offline but not brought back: judged ` +
-          "from its metrics and digests, the phases that read it ran offline, and its bytes " +
-          "are not hashed here",
+          `${formatBytes(artifact.bytes)}) was written offline but not brought back: the ` +
+          "phases that read it ran offline and are judged from their metrics and digests; its " +
+          "bytes are not hashed here",
       });
     }
   }
