@@ -102,18 +102,20 @@ def _artifacts(phase: dict, tokens: dict) -> dict:
     out = {}
     for name, path in sorted(phase.get("must_leave", {}).items()):
         full = _expand(path, tokens)
-        files = size = 0
+        sizes = {}
         if os.path.isdir(full):
             for root, _dirs, names in os.walk(full):
                 for n in names:
-                    files += 1
+                    file = os.path.join(root, n)
                     try:
-                        size += os.path.getsize(os.path.join(root, n))
+                        sizes[os.path.relpath(file, full)] = os.path.getsize(file)
                     except OSError:
                         pass
         elif os.path.isfile(full):
-            files, size = 1, os.path.getsize(full)
-        out[name] = {"path": path, "present": os.path.exists(full), "files": files, "bytes": size}
+            sizes[""] = os.path.getsize(full)
+        # The file sizes let the harness tell a checkpoint that came back whole from a partial copy.
+        out[name] = {"path": path, "present": os.path.exists(full), "files": len(sizes),
+                     "bytes": sum(sizes.values()), "sizes": sizes}
     return out
 
 

@@ -36,7 +36,17 @@ interface OfflineResult {
   argv0?: string;
   cache_key?: string;
   env_missing?: string[];
-  artifacts?: Record<string, { path: string; present: boolean; files: number; bytes: number }>;
+  artifacts?: Record<string, OfflineArtifact>;
+}
+
+/** An artifact a phase had to leave, as the target found it after the phase. */
+interface OfflineArtifact {
+  path: string;
+  present: boolean;
+  files: number;
+  bytes: number;
+  /** Folder-relative path (`""` for a file) → bytes. */
+  sizes?: Record<string, number>;
 }
 
 /** Options of {@linkcode importBundle}. */
@@ -164,19 +174,19 @@ async function writeCompletion(
   const missing: string[] = [];
   for (const [name, artifact] of Object.entries(result.artifacts ?? {})) {
     if (!artifact.present) continue; // never written: the phase failed there, said so
-    if (!(await pathExists(artifact.path.replaceAll("<run>", runDir)))) {
-      missing.push(name);
-      if (name.endsWith("_marker")) continue; // its folder's warning says it
-      warnings.push({
-        level: "warning",
-        code: CHECKPOINT_NOT_RETURNED,
-        phase: spec.name,
-        message: `${spec.name}: its ${name} (${artifact.files} files, ` +
-          `${formatBytes(artifact.bytes)}) was written offline but not brought back: the ` +
-          "phases that read it ran offline and are judged from their metrics and digests; its " +
-          "bytes are not hashed here",
-      });
-    }
+    const back = await cameBack(artifact.path.replaceAll("<run>", runDir), artifact.sizes);
+    if (back === null) continue;
+    missing.push(name);
+    if (name.endsWith("_marker")) continue; // its folder's warning says it
+    warnings.push({
+      level: "warning",
+      code: CHECKPOINT_NOT_RETURNED,
+      phase: spec.name,
+      message: `${spec.name}: its ${name} (${artifact.files} files, ` +
+        `${formatBytes(artifact.bytes)}) was written offline but ${back}: the phases that read ` +
+        "it ran offline and are judged from their metrics and digests; its bytes are not hashed " +
+        "here",
+    });
   }
   const roots = status === "ok" && missing.length === 0 ? checkpointRoots(spec.role, outputs) : [];
   const checkpointHashes = roots.length > 0 ? await hashCheckpoints(paths.dir, roots) : undefined;
@@ -218,6 +228,33 @@ async function writeCompletion(
     },
   });
   return { notes, warnings };
+}
+
+/**
+ * `null` when `path` came back as the target left it (every file, same sizes), else what
+ * happened to it: not brought back, or brought back incomplete.
+ */
+async function cameBack(path: string, sizes: Record<string, number> | undefined): Promise<
+  string | null
+> {
+  if (!(await pathExists(path))) return "not brought back";
+  if (sizes === undefined) return null;
+  const here: Record<string, number> = {};
+  const walk = async (rel: string): Promise<void> => {
+    const full = rel === "" ? path : join(path, rel);
+    const info = await Deno.stat(full);
+    if (!info.isDirectory) {
+      here[rel] = info.size;
+      return;
+    }
+    for await (const e of Deno.readDir(full)) await walk(rel === "" ? e.name : join(rel, e.name));
+  };
+  await walk("");
+  const expected = Object.entries(sizes);
+  const same = expected.filter(([rel, size]) => here[rel] === size).length;
+  return same === expected.length
+    ? null
+    : `brought back incomplete (${same} of ${expected.length} files as written)`;
 }
 
 function offlineMessage(result: OfflineResult): string {
