@@ -74,8 +74,13 @@ Deno.test("export, offline_phases.py, --import: the verdicts of a normal run, no
     const text = await Deno.readTextFile(join(bundleDir, "bundle.json"));
     assert.ok(!text.includes(PROJECT) && !text.includes(bundleDir), "paths are tokens");
 
-    const ran = await python(OFFLINE, bundleDir, "--deno", Deno.execPath());
+    const back = join(dir, "back");
+    const ran = await python(OFFLINE, bundleDir, "--deno", Deno.execPath(), "--copy-to", back);
     assert.equal(ran.code, 0, ran.stdout + ran.stderr);
+    assert.match(
+      ran.stdout,
+      /^offline: copied [\d.]+ MiB to .*; left here: 2 checkpoint folder\(s\)$/m,
+    );
     const lines = ran.stdout.match(/^phase \d+\/\d+ \S+ \.\.\. ok in \d+\.\d s$/gm) ?? [];
     assert.equal(lines.length, bundle.phases.length, ran.stdout);
 
@@ -88,6 +93,27 @@ Deno.test("export, offline_phases.py, --import: the verdicts of a normal run, no
     assert.ok(summary.phases.every((p) => p.cached && p.status === "ok"), "every phase reused");
     assert.deepEqual(await manifestChildren(results, SMALL.name), [], "no child launched");
     assert.match(judged.stderr, /imported the offline bundle .* 5 ok/);
+
+    // The copy for the trip back, without the checkpoints: the same verdicts, and said.
+    const light = join(dir, "light");
+    const fromCopy = await runCli([
+      "run",
+      file,
+      "--results",
+      light,
+      "--import",
+      join(back, "bundle"),
+    ]);
+    assert.equal(fromCopy.code, normal.code, fromCopy.stderr);
+    const lightSummary = await latestSummary(light, SMALL.name);
+    assert.deepEqual(verdicts(lightSummary), verdicts(expected));
+    assert.deepEqual(
+      lightSummary.diagnostics.filter((d) => d.code === "checkpoint-not-returned").map((d) =>
+        d.phase
+      ),
+      ["split", "convert"],
+    );
+    assert.deepEqual(await manifestChildren(light, SMALL.name), [], "no child launched");
 
     // Another plan (here another seed) has other cache keys: refused, nothing imported.
     const other = await runCli([

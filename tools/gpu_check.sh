@@ -6,7 +6,8 @@
 #   tools/gpu_check.sh --world-size N [--dry-run]   # choose the world size (1, 2, 4, 8 or 16)
 # Offline (a GPU box with a CUDA torch but no Deno, no DeepSpeed, no network):
 #   tools/gpu_check.sh --export DIR [--world-size N]  # here: the bundle of the run, DeepSpeed wheels in it
-#   tools/gpu_check.sh --offline DIR                  # there: its phases with the system python3
+#   tools/gpu_check.sh --offline DIR [--copy-to OUT]  # there: its phases with the system python3
+#                                                     # (then DIR without checkpoints into OUT/)
 #   tools/gpu_check.sh --import DIR                   # here: judge what came back, one line per comparison
 #   (--results DIR: the results folder of the run and of --export's wheel cache; default results/)
 # The world size W is a power of two that divides the experiment's 16 experts: AutoEP size = W,
@@ -15,17 +16,18 @@
 # torch==2.13.0 (adapters/deepspeed/requirements.txt; setup_deepspeed.sh refuses any other pin).
 # NOT RUN ON A GPU YET: docs/deepspeed.md, "On a GPU node", says what is known and what is not.
 set -euo pipefail
-help_lines='2,16p'
+help_lines='2,17p'
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 experiment=experiments/deepspeed/gpu_autoep_seed.yaml
-dry=0 world="" mode="" bundle="" results="$root/results"
+dry=0 world="" mode="" bundle="" results="$root/results" copy=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) dry=1 ;;
     --world-size) world="${2:-}"; shift ;;
     --results) results="$(realpath -m "${2:-results}")"; shift ;;
+    --copy-to) copy=(--copy-to "${2:-}"); shift ;;
     --export | --offline | --import)
       mode="${1#--}" bundle="${2:-}"; shift
       [[ -n $bundle ]] || { echo "gpu_check: --$mode needs a bundle folder" >&2; exit 2; } ;;
@@ -52,7 +54,8 @@ if [[ $mode == offline ]]; then
   if command -v nvidia-smi >/dev/null 2>&1; then
     echo "gpu_check: $(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true) GPU(s) seen"
   fi
-  exec python3 tools/offline_phases.py "$bundle" --python "$(python3 -c 'import sys; print(sys.executable)')"
+  exec python3 tools/offline_phases.py "$bundle" --python "$(python3 -c 'import sys; print(sys.executable)')" \
+    "${copy[@]}"
 fi
 if [[ $mode == import ]]; then
   [[ -f $bundle/bundle.json ]] || { echo "gpu_check: $bundle/bundle.json: no such file" >&2; exit 2; }

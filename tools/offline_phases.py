@@ -18,6 +18,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -192,6 +193,30 @@ def _write(folder: str, result: dict) -> None:
     os.replace(tmp, os.path.join(folder, RESULT_FILE))
 
 
+def _copy_back(bundle: str, data: dict, tokens: dict, to: str, checkpoints: bool) -> None:
+    """Copies the bundle for the trip back (into `to/<bundle name>`): the results, logs, metrics
+    and offline_result.json files; not the installed wheels, nor the checkpoints unless asked."""
+    root = os.path.abspath(bundle)
+    left = set()
+    if not checkpoints:
+        for phase in data["phases"]:
+            for name, path in phase.get("must_leave", {}).items():
+                full = _expand(path, tokens)
+                if name in ("checkpoint", "universal") and os.path.isdir(full):
+                    left.add(os.path.realpath(full))
+    skip_top = {os.path.join(root, "site"), os.path.join(root, "wheels")}
+
+    def ignore(folder, names):
+        return [n for n in names if os.path.join(folder, n) in skip_top
+                or os.path.realpath(os.path.join(folder, n)) in left]
+
+    target = os.path.join(to, os.path.basename(root.rstrip(os.sep)))
+    shutil.copytree(root, target, symlinks=True, ignore=ignore, dirs_exist_ok=True)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(target) for f in fs)
+    print(f"offline: copied {size / 1024 ** 2:.1f} MiB to {target}" +
+          (f"; left here: {len(left)} checkpoint folder(s)" if left else ""), flush=True)
+
+
 def main(argv: list) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle", help="the bundle folder `parity plan --bundle` wrote")
@@ -202,6 +227,10 @@ def main(argv: list) -> int:
                         help="the checkout the argv's <project> stands for (default: this one)")
     parser.add_argument("--only", action="append", default=[],
                         help="run only this phase (repeatable); the others are not touched")
+    parser.add_argument("--copy-to", help="afterwards, copy the bundle there for the trip back "
+                        "(without its checkpoints, the installed wheels and site/)")
+    parser.add_argument("--with-checkpoints", action="store_true",
+                        help="--copy-to: the checkpoints too")
     args = parser.parse_args(argv)
     try:
         data = _load(args.bundle)
@@ -243,6 +272,8 @@ def main(argv: list) -> int:
     failed = [name for name, status in ended.items() if status != "ok"]
     print(f"offline: {len(ended) - len(failed)}/{len(ended)} phases ok" +
           (f"; not ok: {', '.join(failed)}" if failed else ""), flush=True)
+    if args.copy_to:
+        _copy_back(args.bundle, data, tokens, args.copy_to, args.with_checkpoints)
     return 0 if not failed else 3
 
 
