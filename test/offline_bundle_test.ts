@@ -93,6 +93,11 @@ Deno.test("export, offline_phases.py, --import: the verdicts of a normal run, no
     assert.ok(summary.phases.every((p) => p.cached && p.status === "ok"), "every phase reused");
     assert.deepEqual(await manifestChildren(results, SMALL.name), [], "no child launched");
     assert.match(judged.stderr, /imported the offline bundle .* 5 ok/);
+    const where = summary.diagnostics.find((d) => d.code === "ran-offline");
+    assert.match(
+      where?.message ?? "",
+      /^the phases ran offline on [^;]+; the manifest describes the machine that judged them/,
+    );
 
     // The copy for the trip back, without the checkpoints: the same verdicts, and said.
     const light = join(dir, "light");
@@ -372,6 +377,12 @@ Deno.test({
       const summary = await latestSummary(join(dir, "results"), "deepspeed-gpu-autoep-seed");
       assert.equal(summary.phases.find((p) => p.name === "baseline")!.status, "failed");
       assert.ok(summary.phases.every((p) => !p.cached), "nothing reused: nothing ran ok");
+      const where = summary.diagnostics.find((d) => d.code === "ran-offline")?.message ?? "";
+      assert.match(
+        where,
+        /ran offline on \S+ \(python 3\.\d+\.\d+, torch /,
+        "the box's own python, probed",
+      );
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

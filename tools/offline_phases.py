@@ -18,6 +18,7 @@ import argparse
 import datetime
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,25 @@ import time
 
 FORMAT = 1
 RESULT_FILE = "offline_result.json"
+ENVIRONMENT_FILE = "offline_environment.json"
+
+# What the phases' interpreter runs with: the harness's manifest cannot see this machine.
+_PROBE = """
+import importlib, json, platform, sys
+out = {"python": sys.version.split()[0], "executable": sys.executable, "platform": platform.platform()}
+for name in ("torch", "deepspeed", "transformers"):
+    try:
+        out[name] = importlib.import_module(name).__version__
+    except Exception as e:
+        out[name] = None
+try:
+    import torch
+    out["cuda"] = torch.version.cuda
+    out["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+except Exception:
+    pass
+print(json.dumps(out))
+"""
 GRACE_S = 10.0  # between SIGTERM and SIGKILL, as the harness's DEFAULT_GRACE_MS
 
 
@@ -193,6 +213,30 @@ def _write(folder: str, result: dict) -> None:
     os.replace(tmp, os.path.join(folder, RESULT_FILE))
 
 
+def _environment(bundle: str, tokens: dict, pythonpath: list, uses_python: bool) -> dict:
+    """Host, Python, torch, CUDA, GPUs and DeepSpeed the phases ran with (best effort)."""
+    env = {"host": platform.node(), "started_at": _now(), "script_python": platform.python_version()}
+    if uses_python:
+        penv = dict(os.environ)
+        if pythonpath:
+            penv["PYTHONPATH"] = os.pathsep.join(pythonpath + [p for p in [penv.get("PYTHONPATH")] if p])
+        try:
+            done = subprocess.run([_expand(tokens["<python>"], tokens), "-c", _PROBE], env=penv,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                  timeout=300)
+            env.update(json.loads(done.stdout.strip().splitlines()[-1]))
+        except (OSError, ValueError, IndexError, subprocess.TimeoutExpired) as e:
+            env["probe_error"] = str(e) or type(e).__name__
+    if shutil.which("nvidia-smi"):
+        done = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+        env["nvidia_smi"] = done.stdout.strip().splitlines()
+    with open(os.path.join(bundle, ENVIRONMENT_FILE), "w", encoding="utf-8") as f:
+        json.dump(env, f, indent=2)
+        f.write("\n")
+    return env
+
+
 def _copy_back(bundle: str, data: dict, tokens: dict, to: str, checkpoints: bool) -> None:
     """Copies the bundle for the trip back (into `to/<bundle name>`): the results, logs, metrics
     and offline_result.json files; not the installed wheels, nor the checkpoints unless asked."""
@@ -246,10 +290,12 @@ def main(argv: list) -> int:
     except BundleError as e:
         print(f"offline: error: {e}", file=sys.stderr)
         return 2
+    facts = _environment(args.bundle, tokens, pythonpath, "<python>" in uses)
     ended = {}
     n = len(phases)
-    print(f"offline: {data.get('experiment')}: {n} phases, python {_expand(tokens['<python>'], tokens)}",
-          flush=True)
+    print(f"offline: {data.get('experiment')}: {n} phases, python {_expand(tokens['<python>'], tokens)}"
+          + "".join(f", {k} {facts[k]}" for k in ("torch", "cuda", "deepspeed") if facts.get(k))
+          + (f", {len(facts['gpus'])} GPU(s)" if facts.get("gpus") else ""), flush=True)
     for k, phase in enumerate(phases, 1):
         name = phase["name"]
         folder = _expand(phase["dir"], tokens)

@@ -38,6 +38,9 @@ export const BUNDLE_FILE = "bundle.json";
 /** What offline_phases.py writes in each phase folder it ran (or skipped). */
 export const OFFLINE_RESULT_FILE = "offline_result.json";
 
+/** What offline_phases.py writes at the bundle's root: the host, Python, torch, CUDA, GPUs. */
+export const OFFLINE_ENVIRONMENT_FILE = "offline_environment.json";
+
 /** One phase as the target runs it; every path written with the tokens of this module. */
 export interface BundlePhase {
   /** Phase name. */

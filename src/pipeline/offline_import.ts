@@ -20,7 +20,13 @@ import type { Diagnostic, PhaseStatus } from "../types/summary.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { checkpointRoots, phaseOutputs } from "./artifacts.ts";
 import { hashCheckpoints } from "./checkpoint_hashes.ts";
-import { type Bundle, BUNDLE_FILE, BUNDLE_FORMAT, OFFLINE_RESULT_FILE } from "./offline_bundle.ts";
+import {
+  type Bundle,
+  BUNDLE_FILE,
+  BUNDLE_FORMAT,
+  OFFLINE_ENVIRONMENT_FILE,
+  OFFLINE_RESULT_FILE,
+} from "./offline_bundle.ts";
 import { hashPhaseOutputs } from "./output_hashes.ts";
 import { computeKeys } from "./phase_execution.ts";
 import { assertInside, newRunId, pathExists, writeJsonAtomic } from "./run_store.ts";
@@ -73,6 +79,19 @@ export interface ImportResult {
 
 /** Diagnostic code of a checkpoint written offline whose bytes did not come back. */
 export const CHECKPOINT_NOT_RETURNED = "checkpoint-not-returned";
+
+/** Diagnostic code (info) saying where the imported phases ran. */
+export const RAN_OFFLINE = "ran-offline";
+
+/** What offline_phases.py found about the target (`offline_environment.json`). */
+interface OfflineEnvironment {
+  host?: string;
+  python?: string;
+  torch?: string | null;
+  cuda?: string | null;
+  deepspeed?: string | null;
+  gpus?: string[];
+}
 
 /** Reads a bundle's `bundle.json`; a missing or foreign one is a usage error (exit 2). */
 export async function readBundle(bundleDir: string): Promise<Bundle> {
@@ -143,6 +162,7 @@ export async function importBundle(exp: Experiment, options: ImportOptions): Pro
     notes.push(...told.notes);
     warnings.push(...told.warnings);
   }
+  warnings.unshift(...await whereItRan(options.bundleDir, runDir));
   const tally = Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ") || "no phase ran";
   notes.unshift(`imported the offline bundle ${options.bundleDir} as run ${runDir}: ${tally}`);
   return { runDir, notes, warnings };
@@ -155,6 +175,38 @@ async function readOfflineResult(phaseDir: string): Promise<OfflineResult | unde
     if (e instanceof Deno.errors.NotFound) return undefined;
     throw new UsageError(`${join(phaseDir, OFFLINE_RESULT_FILE)}: not readable JSON`);
   }
+}
+
+/**
+ * The info diagnostic naming the machine the phases ran on (the run's manifest describes this
+ * one), from the bundle's `offline_environment.json`, which is kept in the imported run folder.
+ */
+async function whereItRan(bundleDir: string, runDir: string): Promise<Diagnostic[]> {
+  let facts: OfflineEnvironment;
+  try {
+    facts = JSON.parse(await Deno.readTextFile(join(bundleDir, OFFLINE_ENVIRONMENT_FILE)));
+  } catch {
+    return [];
+  }
+  await writeJsonAtomic(join(runDir, OFFLINE_ENVIRONMENT_FILE), facts);
+  // Only what the target could tell: a bundle without Python phases probes no interpreter.
+  const known = [
+    facts.python && `python ${facts.python}`,
+    facts.torch !== undefined && `torch ${facts.torch ?? "none"}`,
+    facts.cuda !== undefined && `CUDA ${facts.cuda ?? "none"}`,
+    facts.deepspeed !== undefined && `DeepSpeed ${facts.deepspeed ?? "none"}`,
+    facts.gpus !== undefined &&
+    (facts.gpus.length
+      ? `${facts.gpus.length} GPU(s): ${[...new Set(facts.gpus)].join(", ")}`
+      : "no GPU"),
+  ].filter(Boolean);
+  return [{
+    level: "info",
+    code: RAN_OFFLINE,
+    message: `the phases ran offline on ${facts.host ?? "an unnamed host"}` +
+      (known.length ? ` (${known.join(", ")})` : "") + "; the manifest describes the machine " +
+      `that judged them, ${OFFLINE_ENVIRONMENT_FILE} in ${runDir} the one that ran them`,
+  }];
 }
 
 /** The phase.json of an imported phase, as launchPhase writes it; notes on what did not come back. */
