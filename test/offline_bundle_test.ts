@@ -178,7 +178,10 @@ Deno.test("a phase that failed offline is ERROR with its log tail; a checkpoint 
     const universal = join(bundleDir, "phases/convert/global_step4_universal");
     await Deno.writeTextFile(await firstFile(universal), "garbled", { append: true });
 
+    // An earlier, passing run in the same results folder does not stand in for the bundle.
     const results = join(dir, "imported");
+    const earlier = await runCli(["run", file, "--results", results, "--quiet"]);
+    assert.equal(earlier.code, 0, earlier.stderr);
     const judged = await runCli(["run", file, "--results", results, "--import", bundleDir]);
     assert.equal(judged.code, 3, judged.stderr);
     const summary = await latestSummary(results, SMALL.name);

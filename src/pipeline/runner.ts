@@ -49,12 +49,7 @@ import {
   writeJsonAtomic,
   writeJsonInTurn,
 } from "./run_store.ts";
-import {
-  type Diagnostic,
-  EXIT_CODES,
-  type JudgeSettings,
-  type RunSummary,
-} from "../types/summary.ts";
+import { EXIT_CODES, type JudgeSettings, type RunSummary } from "../types/summary.ts";
 
 /** How to run an experiment. */
 export interface RunOptions {
@@ -138,7 +133,7 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
       });
       for (const note of imported.notes) progress.note(note);
     }
-    return await runLocked(exp, options, experimentDir, imported?.warnings ?? []);
+    return await runLocked(exp, options, experimentDir, imported);
   } finally {
     await lock.release();
   }
@@ -148,7 +143,7 @@ async function runLocked(
   exp: Experiment,
   options: RunOptions,
   experimentDir: string,
-  importWarnings: Diagnostic[],
+  imported: ImportResult | undefined,
 ): Promise<RunResult> {
   const started = new Date();
   // Scanned for `${env.NAME}` and salts the run id; the YAML is only written, redacted, below.
@@ -161,7 +156,7 @@ async function runLocked(
     baseDir: options.baseDir,
     harnessEnv: options.harnessEnv,
   });
-  plan.warnings.push(...importWarnings);
+  plan.warnings.push(...imported?.warnings ?? []);
   learnRunSecrets(exp, plan.phases, options.harnessEnv);
   const noLaunch = options.noLaunch || options.importBundle !== undefined;
   // Nothing selected: every phase is looked up in the cache only, as outside an --only selection.
@@ -174,9 +169,11 @@ async function runLocked(
   const digests: CodeDigests = new Map();
   const keysReady = computeKeys(plan.phases, options.baseDir, options.harnessEnv, digests);
   keysReady.catch(() => {}); // awaited below
-  const earlierRuns = (await listRuns(experimentDir)).filter((run) => run !== runDir);
-  for (const note of await quarantineIncomplete(experimentDir, earlierRuns)) progress.note(note);
-  for (const note of await removeStrayTemporaries(experimentDir, earlierRuns)) progress.note(note);
+  const allEarlier = (await listRuns(experimentDir)).filter((run) => run !== runDir);
+  for (const note of await quarantineIncomplete(experimentDir, allEarlier)) progress.note(note);
+  for (const note of await removeStrayTemporaries(experimentDir, allEarlier)) progress.note(note);
+  // An imported bundle is judged as it came back: no other earlier run stands in for its phases.
+  const earlierRuns = imported ? [imported.runDir] : allEarlier;
   const manifestPath = join(runDir, "manifest.json");
   const unknownGit = Promise.withResolvers<Manifest["git"]>();
   const hashes: Record<string, string> = {};
@@ -205,7 +202,7 @@ async function runLocked(
     noLaunch,
   };
   progress.runStart(exp.name, runDir, noLaunch ? plan.phases.length : selected.size);
-  for (const warning of plan.warnings) progress.note(`warning: ${warning.message}`);
+  for (const warning of plan.warnings) progress.note(`${warning.level}: ${warning.message}`);
   // What only records the run (the redacted experiment, input hashes, git, python, nvidia-smi) is
   // written and probed once the first children run, not before them.
   const recorded = ctx.gate.settled().then(async () => {
