@@ -48,6 +48,10 @@ export interface RunCommandOptions {
   imageBaseUrl?: string;
   /** Re-hash every reused checkpoint, whatever its size. */
   verifyCheckpoints?: boolean;
+  /** `false` with `--no-launch` (commander's negated option): judge from the cache only. */
+  launch?: boolean;
+  /** An offline bundle to import and judge (implies `noLaunch`). */
+  import?: string;
 }
 
 /** Marker a bare `--force` is rewritten to: re-run every phase. */
@@ -78,11 +82,17 @@ export const runCommand: Subcommand = (exit): Command => {
       "--verify-checkpoints",
       `re-hash every reused checkpoint in full (default: only those up to ${FULL_VERIFY_LIMIT_GIB} GiB)`,
     )
+    .option("--no-launch", "launch nothing: reuse every phase from the cache, judge, report")
+    .option(
+      "--import <bundle>",
+      "judge an offline bundle tools/offline_phases.py ran (as an earlier run; implies --no-launch)",
+    )
     .addHelpText(
       "after",
       examples(
         [
           "parity run experiments/quickstart.yaml",
+          "parity run experiments/deepspeed/gpu_autoep_seed.yaml --import results/offline-bundle",
           "parity run experiments/quickstart.yaml --set trainer.args.fault=skip-rng-restore",
           "parity run experiments/nightly/*.yaml --image-base-url https://ci.example.org/results/",
         ],
@@ -133,6 +143,8 @@ async function runFiles(
     goldens: given.goldens,
     imageBaseUrl: given.imageBaseUrl ?? "",
     verifyCheckpoints: given.verifyCheckpoints ?? false,
+    launch: given.launch ?? true,
+    import: given.import ?? "",
   };
   if (options.imageBaseUrl !== "") {
     const problem = imageBaseUrlProblem(options.imageBaseUrl);
@@ -150,6 +162,15 @@ async function runFiles(
     for (const experiment of result.experiments) loaded.push({ file, experiment });
   }
   if (invalid) return EXIT_CODES.USAGE;
+  if (options.import !== "" && loaded.length !== 1) {
+    return usageError(
+      command,
+      `--import: give one experiment (the bundle's), not ${loaded.length}`,
+    );
+  }
+  if ((options.import !== "" || !options.launch) && (options.only.length || options.force.length)) {
+    return usageError(command, "--import and --no-launch launch nothing: drop --only and --force");
+  }
   const force = options.force.filter((name) => name !== FORCE_ALL);
   for (const { file, experiment } of loaded) {
     const phases = phaseNames(experiment);
@@ -216,6 +237,8 @@ async function runLoaded(
           goldensDir: resolve(options.goldens),
           imageBaseUrl: options.imageBaseUrl || undefined,
           verifyCheckpoints: options.verifyCheckpoints ? "full" : "auto",
+          noLaunch: !options.launch,
+          importBundle: options.import || undefined,
         }),
       );
       if (results.at(-1)!.summary.interrupted) break;

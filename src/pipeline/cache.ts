@@ -261,6 +261,30 @@ export async function findCachedPhase(
   return pruned;
 }
 
+/**
+ * The newest earlier phase with key `key` that ended failed or timed out (an imported offline
+ * run's), for `--no-launch`: judged as it ended, never launched again. Same lookup as
+ * {@linkcode findCachedPhase}, without the output checks (a failed phase's outputs judge nothing).
+ */
+export async function findFailedPhase(
+  runs: readonly string[],
+  phase: string,
+  key: string,
+  currentRunDir: string,
+): Promise<CacheHit | undefined> {
+  for (const runDir of [...runs].reverse()) {
+    if (resolve(runDir) === resolve(currentRunDir)) continue;
+    const phaseDir = join(runDir, "phases", phase);
+    const record = await readJsonIfExists<PhaseRecord>(join(phaseDir, "phase.json"))
+      .catch(() => undefined);
+    if (!record || record.cache_key !== key) continue;
+    if (record.status === "failed" || record.status === "timeout") {
+      return { runDir, phaseDir, record };
+    }
+  }
+  return undefined;
+}
+
 /** File in a phase folder naming the pid (and process group) of its running child. */
 export const CHILD_PID_FILE: string = LOCAL_FILES.pid;
 

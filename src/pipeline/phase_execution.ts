@@ -21,6 +21,7 @@ import {
   CHILD_PID_FILE,
   type CodeDigests,
   findCachedPhase,
+  findFailedPhase,
   phaseCacheKey,
   sharedCodeDigest,
 } from "./cache.ts";
@@ -124,11 +125,17 @@ export async function executePhase(
     }
   }
   if (cacheOnly) {
+    const failed = ctx.noLaunch
+      ? await findFailedPhase(ctx.earlierRuns, spec.name, state.key, ctx.runDir)
+      : undefined;
+    if (failed) return await judgeEarlierFailure(state, ctx, failed);
     state.summary = {
       ...baseSummary(state),
       status: "skipped",
       exit_code: null,
-      message: "not selected (--only) and no earlier result to reuse",
+      message: ctx.noLaunch
+        ? "not launched (--no-launch) and no earlier result to reuse"
+        : "not selected (--only) and no earlier result to reuse",
     };
     return;
   }
@@ -154,13 +161,7 @@ function baseSummary(state: PhaseState): PhaseSummary {
  */
 async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): Promise<void> {
   const { spec } = state;
-  const dir = spec.paths.dir;
-  await Deno.mkdir(dir, { recursive: true });
-  for await (const entry of Deno.readDir(hit.phaseDir)) {
-    if (entry.name === "phase.json" || entry.name === CHILD_PID_FILE) continue;
-    if (ATTEMPT_DIR_PATTERN.test(entry.name)) continue;
-    await Deno.symlink(join(hit.phaseDir, entry.name), join(dir, entry.name));
-  }
+  await linkPhaseFolder(hit.phaseDir, spec.paths.dir);
   state.present = true;
   let status: PhaseStatus = "ok";
   let message: string | undefined;
@@ -180,7 +181,7 @@ async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): 
     source_run: hit.runDir,
     ...(message ? { message } : {}),
   };
-  await writeJsonAtomic(join(dir, "phase.json"), {
+  await writeJsonAtomic(join(spec.paths.dir, "phase.json"), {
     ...state.summary,
     reused_wall_s: hit.record.wall_s,
     outputs: { ...hit.record.outputs, dir: hit.phaseDir },
@@ -196,6 +197,44 @@ async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): 
         hit.artifactsMissing ? " (its pruned output is not needed)" : ""
       }`,
   );
+}
+
+/** Links every entry of an earlier phase folder into `dir` (its logs, metrics, checkpoints). */
+async function linkPhaseFolder(from: string, dir: string): Promise<void> {
+  await Deno.mkdir(dir, { recursive: true });
+  for await (const entry of Deno.readDir(from)) {
+    if (entry.name === "phase.json" || entry.name === CHILD_PID_FILE) continue;
+    if (ATTEMPT_DIR_PATTERN.test(entry.name)) continue;
+    await Deno.symlink(join(from, entry.name), join(dir, entry.name));
+  }
+}
+
+/**
+ * `--no-launch`: a phase that failed in an earlier run with the same key (an imported offline
+ * run) is judged as it ended there, with its message and log tail; its logs are linked in.
+ */
+async function judgeEarlierFailure(
+  state: PhaseState,
+  ctx: PhaseContext,
+  failed: CacheHit,
+): Promise<void> {
+  const { spec } = state;
+  const { record } = failed;
+  await linkPhaseFolder(failed.phaseDir, spec.paths.dir);
+  state.summary = {
+    ...baseSummary(state),
+    status: record.status,
+    exit_code: record.exit_code,
+    cache_key: state.key,
+    source_run: failed.runDir,
+    message: `${record.message ?? record.status} (run ${failed.runDir}, not launched again)`,
+    ...(record.log_tail !== undefined ? { log_tail: record.log_tail } : {}),
+  };
+  await writeJsonAtomic(join(spec.paths.dir, "phase.json"), {
+    ...state.summary,
+    reused_wall_s: record.wall_s,
+  });
+  ctx.progress.phaseEnd(spec.name, record.status, 0, state.summary.message);
 }
 
 async function launchPhase(

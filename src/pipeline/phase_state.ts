@@ -66,6 +66,8 @@ export interface PhaseContext {
   verifyCheckpoints: CheckpointVerifyMode;
   /** Launches on their way to a running child: work that can wait waits for them. */
   gate: LaunchGate;
+  /** `--no-launch` / `--import`: nothing launches; earlier failures with the same key are judged. */
+  noLaunch?: boolean;
 }
 
 /** What the scheduler hears from one launch besides its end. */

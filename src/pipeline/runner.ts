@@ -37,6 +37,7 @@ import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { attachPlanExecutions } from "./plan_execution_check.ts";
 import { LaunchGate } from "./launch_gate.ts";
 import { acquireRunLock } from "./lock.ts";
+import { importBundle, type ImportResult } from "./offline_import.ts";
 import type { Progress, RunCard } from "./run_progress.ts";
 import {
   assertInside,
@@ -76,6 +77,13 @@ export interface RunOptions {
   imageBaseUrl?: string;
   /** Re-hash every reused checkpoint, however large (`--verify-checkpoints`; default `auto`). */
   verifyCheckpoints?: CheckpointVerifyMode;
+  /**
+   * Launch nothing (`--no-launch`): every phase is looked up in the cache, and a phase that ended
+   * failed in an earlier run with the same key (an imported offline run) is judged as failed.
+   */
+  noLaunch?: boolean;
+  /** An offline bundle to import as an earlier run first (`--import`; implies `noLaunch`). */
+  importBundle?: string;
 }
 
 /** Outcome of one experiment run. */
@@ -115,7 +123,17 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
       progress.note(`took over the lock of PID ${h.pid} (started ${h.started_at}): ${reason}`),
   });
   try {
-    return await runLocked(exp, options, experimentDir);
+    let imported: ImportResult | undefined;
+    if (options.importBundle) {
+      imported = await importBundle(exp, {
+        bundleDir: resolve(options.importBundle),
+        experimentDir,
+        baseDir: options.baseDir,
+        harnessEnv: options.harnessEnv,
+      });
+      for (const note of imported.notes) progress.note(note);
+    }
+    return await runLocked(exp, options, experimentDir, imported);
   } finally {
     await lock.release();
   }
@@ -125,6 +143,7 @@ async function runLocked(
   exp: Experiment,
   options: RunOptions,
   experimentDir: string,
+  imported: ImportResult | undefined,
 ): Promise<RunResult> {
   const started = new Date();
   // Scanned for `${env.NAME}` and salts the run id; the YAML is only written, redacted, below.
@@ -137,8 +156,11 @@ async function runLocked(
     baseDir: options.baseDir,
     harnessEnv: options.harnessEnv,
   });
+  plan.warnings.push(...imported?.warnings ?? []);
   learnRunSecrets(exp, plan.phases, options.harnessEnv);
-  const selected = selectPhases(plan.phases, options.only);
+  const noLaunch = options.noLaunch || options.importBundle !== undefined;
+  // Nothing selected: every phase is looked up in the cache only, as outside an --only selection.
+  const selected = noLaunch ? new Set<string>() : selectPhases(plan.phases, options.only);
   const forced = forcedPhases(plan.phases, options.force);
   const progress = options.progress;
 
@@ -147,9 +169,11 @@ async function runLocked(
   const digests: CodeDigests = new Map();
   const keysReady = computeKeys(plan.phases, options.baseDir, options.harnessEnv, digests);
   keysReady.catch(() => {}); // awaited below
-  const earlierRuns = (await listRuns(experimentDir)).filter((run) => run !== runDir);
-  for (const note of await quarantineIncomplete(experimentDir, earlierRuns)) progress.note(note);
-  for (const note of await removeStrayTemporaries(experimentDir, earlierRuns)) progress.note(note);
+  const allEarlier = (await listRuns(experimentDir)).filter((run) => run !== runDir);
+  for (const note of await quarantineIncomplete(experimentDir, allEarlier)) progress.note(note);
+  for (const note of await removeStrayTemporaries(experimentDir, allEarlier)) progress.note(note);
+  // An imported bundle is judged as it came back: no other earlier run stands in for its phases.
+  const earlierRuns = imported ? [imported.runDir] : allEarlier;
   const manifestPath = join(runDir, "manifest.json");
   const unknownGit = Promise.withResolvers<Manifest["git"]>();
   const hashes: Record<string, string> = {};
@@ -175,9 +199,10 @@ async function runLocked(
     states,
     verifyCheckpoints: options.verifyCheckpoints ?? "auto",
     gate: new LaunchGate(),
+    noLaunch,
   };
-  progress.runStart(exp.name, runDir, selected.size);
-  for (const warning of plan.warnings) progress.note(`warning: ${warning.message}`);
+  progress.runStart(exp.name, runDir, noLaunch ? plan.phases.length : selected.size);
+  for (const warning of plan.warnings) progress.note(`${warning.level}: ${warning.message}`);
   // What only records the run (the redacted experiment, input hashes, git, python, nvidia-smi) is
   // written and probed once the first children run, not before them.
   const recorded = ctx.gate.settled().then(async () => {
@@ -197,7 +222,8 @@ async function runLocked(
   recorded.catch(() => {}); // awaited after the phases
   let manifestWritten: Promise<void> | undefined;
   try {
-    const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing);
+    // Nothing launches: a failed phase cannot stop an independent one from being judged.
+    const interrupted = await schedulePhases(plan, ctx, selected, options.keepGoing || noLaunch);
     const facts = await recorded;
     await gitKnown;
     // The final manifest is written while the evidence is judged.
@@ -307,7 +333,7 @@ async function schedulePhases(
     state.status = status;
     if (status === "ok") return;
     const why = status === "skipped"
-      ? "which was not selected (--only)"
+      ? ctx.noLaunch ? "which was not reused (--no-launch)" : "which was not selected (--only)"
       : status === "timeout"
       ? "which timed out"
       : "which failed";
