@@ -19,7 +19,6 @@ import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { Diagnostic, PhaseStatus } from "../types/summary.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { checkpointRoots, phaseOutputs } from "./artifacts.ts";
-import { hashCheckpoints } from "./checkpoint_hashes.ts";
 import {
   type Bundle,
   BUNDLE_FILE,
@@ -27,8 +26,7 @@ import {
   OFFLINE_ENVIRONMENT_FILE,
   OFFLINE_RESULT_FILE,
 } from "./offline_bundle.ts";
-import { hashPhaseOutputs } from "./output_hashes.ts";
-import { computeKeys } from "./phase_execution.ts";
+import { completedOutputs, computeKeys } from "./phase_execution.ts";
 import { assertInside, newRunId, pathExists, writeJsonAtomic } from "./run_store.ts";
 
 /** What offline_phases.py recorded for one phase. */
@@ -241,7 +239,6 @@ async function writeCompletion(
     });
   }
   const roots = status === "ok" && missing.length === 0 ? checkpointRoots(spec.role, outputs) : [];
-  const checkpointHashes = roots.length > 0 ? await hashCheckpoints(paths.dir, roots) : undefined;
   if (result.env_missing?.length) {
     notes.push(`${spec.name}: ran offline without ${result.env_missing.join(", ")} set`);
   }
@@ -261,16 +258,7 @@ async function writeCompletion(
     signal: null,
     started_at: result.started_at,
     finished_at: result.finished_at,
-    argv: spec.argv,
-    cwd: spec.cwd,
-    topology: spec.topology,
-    outputs,
-    output_hashes: await hashPhaseOutputs(paths.dir, {
-      metrics: paths.metricsFile,
-      plan: paths.planOut,
-      state: paths.stateFile,
-    }),
-    ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
+    ...await completedOutputs(spec, roots),
     ...(missing.length > 0 ? { artifacts_pruned: true } : {}),
     offline: {
       bundle: bundleDir,

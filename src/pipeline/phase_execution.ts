@@ -97,6 +97,31 @@ async function consumersCovered(
 }
 
 /**
+ * What a completed phase's `phase.json` records of its command and outputs, with the content
+ * hashes a later run checks before reusing it (`roots`: the checkpoint folders to hash; hashed
+ * before the record is written, so a kill never leaves a checkpoint recorded without them).
+ */
+export async function completedOutputs(
+  spec: PhaseSpec,
+  roots: string[],
+) {
+  const paths = spec.paths;
+  const checkpointHashes = roots.length > 0 ? await hashCheckpoints(paths.dir, roots) : undefined;
+  return {
+    argv: spec.argv,
+    cwd: spec.cwd,
+    topology: spec.topology,
+    outputs: phaseOutputs(spec),
+    output_hashes: await hashPhaseOutputs(paths.dir, {
+      metrics: paths.metricsFile,
+      plan: paths.planOut,
+      state: paths.stateFile,
+    }),
+    ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
+  };
+}
+
+/**
  * Runs one phase, or reuses an earlier completed one with the same key. `cacheOnly` (a phase
  * outside an `--only` selection) never launches: without a cached result it is skipped.
  */
@@ -341,23 +366,13 @@ async function launchPhase(
     // Hashed before phase.json (the completion marker) is written: a kill meanwhile leaves an
     // incomplete phase, never a checkpoint recorded without its hashes.
     await warm;
-    const checkpointHashes = roots.length > 0 ? await hashCheckpoints(paths.dir, roots) : undefined;
     await writeJsonAtomic(join(paths.dir, "phase.json"), {
       ...summary,
       ...job,
       signal,
       started_at: startedAt.toISOString(),
       finished_at: finishedAt.toISOString(),
-      argv: spec.argv,
-      cwd: spec.cwd,
-      topology: spec.topology,
-      outputs,
-      output_hashes: await hashPhaseOutputs(paths.dir, {
-        metrics: paths.metricsFile,
-        plan: paths.planOut,
-        state: paths.stateFile,
-      }),
-      ...(checkpointHashes ? { checkpoint_hashes: checkpointHashes } : {}),
+      ...await completedOutputs(spec, roots),
     });
   });
   state.completion.catch(() => {}); // awaited before the run is published
