@@ -55,10 +55,15 @@ function assertDeepSpeedPlan(plan: PlanSyncSummary, processes: number, where: st
   assert.deepEqual(ex?.kinds, ["module", "fp32", "exp_avg", "exp_avg_sq"], at);
 }
 
-function stateCheck(summary: RunSummary, phase: string) {
-  const s = summary.state_checks.find((x) => x.phase === phase);
-  assert.ok(s, `${summary.experiment}: no state check of ${phase}`);
+function stateCheck(summary: RunSummary, phase: string, check?: "save") {
+  const s = summary.state_checks.find((x) => x.phase === phase && x.check === check);
+  assert.ok(s, `${summary.experiment}: no ${check ?? "restore"} check of ${phase}`);
   return s;
+}
+
+/** The code of the root-cause card that explains `comparison`. */
+function cardOf(summary: RunSummary, comparison: string): string | undefined {
+  return summary.findings?.find((f) => f.comparisons?.includes(comparison))?.code;
 }
 
 Deno.test({
@@ -105,7 +110,12 @@ Deno.test({
     assert.equal(universal.verdict, "FAIL");
     assert.equal(universal.first_divergent_step, 52);
     assert.equal(comparison(z3, "resume-native~resume-universal").first_divergent_step, 52);
-    assert.deepEqual(stateCheck(z3, "resume-universal").differing, ["optimizer_step"]);
+    // The same load gives every param group group 0's hyper-parameters: the expert group's name
+    // becomes dense-params (docs/deepspeed.md, "Digests").
+    assert.deepEqual(stateCheck(z3, "resume-universal").differing, [
+      "optimizer_step",
+      "param_groups",
+    ]);
     assert.deepEqual(stateCheck(z3, "resume-native").differing, []);
   },
 });
@@ -235,7 +245,13 @@ const FAULTS: Record<string, [number, string[]]> = {
   "module-only": [52, ["exp_avg", "exp_avg_sq", "lr_scheduler", "optimizer_step", "params"]],
   "skip-sampler-restore": [51, ["data"]],
   "skip-rng-restore": [51, ["rng"]],
+  "param-group-lost": [52, ["param_groups"]],
 };
+
+/** The tensors `expert-moment-one-param` swaps, as the state check names them. */
+const SWAPPED = ["exp_avg", "exp_avg_sq"].flatMap((kind) =>
+  [1, 2].map((e) => `model.layers.0.mlp.experts.w2 · expert ${e} · ${kind}`)
+).sort();
 
 Deno.test({
   name: "deepspeed: each real resume fault FAILs at its step and names its state component",
@@ -253,6 +269,16 @@ Deno.test({
       assert.equal(c.first_divergent_step, step, fault);
       assert.deepEqual([...stateCheck(s, `resume-${fault}`).differing].sort(), components, fault);
     }
+    assert.equal(cardOf(s, "baseline~resume-param-group-lost"), "cause-state-not-restored");
+    // One parameter's expert moments swapped on a reshard: the state check names exactly its four
+    // tensors; the drift lane judges the loss (MEASURED_SWAP).
+    const swap = stateCheck(s, "resume-expert-moment-one-param");
+    assert.equal(swap.verdict, "FAIL");
+    assert.deepEqual(swap.differing, ["exp_avg", "exp_avg_sq"]);
+    assert.deepEqual([...swap.differing_tensors!].sort(), SWAPPED);
+    assert.equal(swap.differing_tensors_total, 4);
+    const reshard = comparison(s, "baseline~resume-expert-moment-one-param");
+    assert.equal(reshard.lane, "drift");
     // A universal folder loaded without checkpoint.load_universal: DeepSpeed looks for native
     // expert files and the resume crashes, which is an ERROR with its log tail, never a PASS.
     const crashed = s.phases.find((p) => p.name === "resume-no-load-universal")!;
@@ -262,6 +288,35 @@ Deno.test({
       join(results, s.experiment, "latest", "phases", crashed.name, "stderr.log"),
     );
     assert.match(stderr, /FileNotFoundError: Expert checkpoint file not found/);
+  },
+});
+
+/** Save-side fault → the component the save check names (ZeRO-1, native resume). */
+const SAVE_FAULTS: Record<string, string> = {
+  "cursor-saved-early": "data",
+  "rng-saved-after-draw": "rng",
+};
+
+Deno.test({
+  name: "deepspeed: each save-side fault FAILs at 51 and the save check blames the save",
+  ignore,
+  async fn() {
+    assertVenv();
+    const file = join(PROJECT, "experiments/deepspeed/cpu_autoep_save_faults.yaml");
+    const run = await runExperiment(file, results, [TEN_RESUMED_STEPS]);
+    assert.equal(run.code, 1, run.stderr.slice(-3000));
+    for (const [fault, component] of Object.entries(SAVE_FAULTS)) {
+      const s = await latestSummary(results, `deepspeed-cpu-autoep-save-faults@fault=${fault}`);
+      const c = comparison(s, "baseline~resume-native");
+      assert.equal(c.verdict, "FAIL", `${fault}: ${c.reason}`);
+      assert.equal(c.first_divergent_step, 51, fault);
+      // The checkpoint holds the wrong state and the resume restores it faithfully.
+      const save = stateCheck(s, "split", "save");
+      assert.equal(save.verdict, "FAIL", fault);
+      assert.deepEqual(save.differing, [component], fault);
+      assert.deepEqual(stateCheck(s, "resume-native").differing, [], fault);
+      assert.equal(s.findings?.[0]?.code, "cause-save-differs", fault);
+    }
   },
 });
 
