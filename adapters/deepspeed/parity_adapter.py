@@ -13,21 +13,22 @@ the resume state DeepSpeed does not checkpoint itself (RNG, data position)::
         _, client = engine.load_checkpoint(load_dir, tag=tag)
         sampler.load_state_dict(parity.restore_client_state(client))   # RNG + data position
         first = parity.saved_step(client) + 1
-        parity.loaded(first - 1, digests=parity.engine_digests(engine, data=sampler.state_dict()))
+        digests, tensors = parity.engine_state(engine, data=sampler.state_dict())
+        parity.loaded(first - 1, digests=digests, tensors=tensors)
     for step in range(first, parity.stop_at + 1):
         loss = ...                                      # one optimizer step (all micro-batches)
         parity.step(step, loss=loss, lr=lr_used, grad_norm=engine.get_global_grad_norm())
         if step == parity.save_at:                      # split phase only
-            engine.save_checkpoint(parity.checkpoint_dir, tag=f"global_step{step}",
-                                   client_state=parity.client_state(sampler.state_dict(), step=step))
-            digests = parity.engine_digests(engine, data=sampler.state_dict())
+            client = parity.client_state(sampler.state_dict(), step=step)
+            engine.save_checkpoint(parity.checkpoint_dir, tag=f"global_step{step}", client_state=client)
+            digests, tensors = parity.checkpoint_state(engine, client)   # what the checkpoint holds
             parity.mark_complete(f"{parity.checkpoint_dir}/global_step{step}", step)
-            parity.saved(step, digests=digests,
+            parity.saved(step, digests=digests, tensors=tensors,
                          micro_step=engine.micro_steps, grad_accum=engine.gradient_accumulation_steps())
 
 Only the standard library is needed to write metrics (``Parity``, ``step``, ``saved``, ``loaded``,
 ``digest_bytes``); everything touching torch or DeepSpeed imports them lazily. ``engine_digests``,
-``client_state`` and ``restore_client_state`` use collectives: call them on every rank, in the same
+``engine_state``, ``checkpoint_state``, ``client_state`` and ``restore_client_state`` use collectives: call them on every rank, in the same
 order. Only rank 0 writes. Numbers are written with ``repr``-exact precision: a float32 loss widened
 to float64 is exact, so the harness's exact lane can compare bits.
 
