@@ -14,6 +14,7 @@ import {
   failureContext,
   latestSummary,
   PROJECT,
+  runCli,
   runExperiment,
   TEN_RESUMED_STEPS,
 } from "./_testing/cli_harness.ts";
@@ -55,10 +56,15 @@ function assertDeepSpeedPlan(plan: PlanSyncSummary, processes: number, where: st
   assert.deepEqual(ex?.kinds, ["module", "fp32", "exp_avg", "exp_avg_sq"], at);
 }
 
-function stateCheck(summary: RunSummary, phase: string) {
-  const s = summary.state_checks.find((x) => x.phase === phase);
-  assert.ok(s, `${summary.experiment}: no state check of ${phase}`);
+function stateCheck(summary: RunSummary, phase: string, check?: "save") {
+  const s = summary.state_checks.find((x) => x.phase === phase && x.check === check);
+  assert.ok(s, `${summary.experiment}: no ${check ?? "restore"} check of ${phase}`);
   return s;
+}
+
+/** The code of the root-cause card that explains `comparison`. */
+function cardOf(summary: RunSummary, comparison: string): string | undefined {
+  return summary.findings?.find((f) => f.comparisons?.includes(comparison))?.code;
 }
 
 Deno.test({
@@ -105,7 +111,12 @@ Deno.test({
     assert.equal(universal.verdict, "FAIL");
     assert.equal(universal.first_divergent_step, 52);
     assert.equal(comparison(z3, "resume-native~resume-universal").first_divergent_step, 52);
-    assert.deepEqual(stateCheck(z3, "resume-universal").differing, ["optimizer_step"]);
+    // The same load gives every param group group 0's hyper-parameters: the expert group's name
+    // becomes dense-params (docs/deepspeed.md, "Digests").
+    assert.deepEqual(stateCheck(z3, "resume-universal").differing, [
+      "optimizer_step",
+      "param_groups",
+    ]);
     assert.deepEqual(stateCheck(z3, "resume-native").differing, []);
   },
 });
@@ -230,12 +241,32 @@ Deno.test({
 
 /** Fault → [first divergent step, state components that differ], from real runs (ZeRO-1). */
 const FAULTS: Record<string, [number, string[]]> = {
-  "no-optimizer-states": [52, ["exp_avg", "exp_avg_sq", "optimizer_step", "params"]],
+  "no-optimizer-states": [52, [
+    "exp_avg",
+    "exp_avg_sq",
+    "optimizer_step",
+    "param_groups",
+    "params",
+  ]],
   "no-lr-scheduler-states": [53, ["lr_scheduler"]],
-  "module-only": [52, ["exp_avg", "exp_avg_sq", "lr_scheduler", "optimizer_step", "params"]],
+  "module-only": [52, [
+    "engine_counters",
+    "exp_avg",
+    "exp_avg_sq",
+    "lr_scheduler",
+    "optimizer_step",
+    "param_groups",
+    "params",
+  ]],
   "skip-sampler-restore": [51, ["data"]],
   "skip-rng-restore": [51, ["rng"]],
+  "param-group-lost": [52, ["param_groups"]],
 };
+
+/** The tensors `expert-moment-one-param` swaps, as the state check names them. */
+const SWAPPED = ["exp_avg", "exp_avg_sq"].flatMap((kind) =>
+  [1, 2].map((e) => `model.layers.0.mlp.experts.w2 · expert ${e} · ${kind}`)
+).sort();
 
 Deno.test({
   name: "deepspeed: each real resume fault FAILs at its step and names its state component",
@@ -243,8 +274,18 @@ Deno.test({
   async fn() {
     assertVenv();
     // 10 resumed steps instead of the file's 50 (the CI budget): every fault shows by step 53.
+    // --keep-going: the crashing universal load would stop the launch of the phases after it.
     const file = join(PROJECT, "experiments/deepspeed/cpu_autoep_faults.yaml");
-    const run = await runExperiment(file, results, [TEN_RESUMED_STEPS]);
+    const run = await runCli([
+      "run",
+      file,
+      "--results",
+      results,
+      "--quiet",
+      "--keep-going",
+      "--set",
+      TEN_RESUMED_STEPS,
+    ]);
     assert.equal(run.code, 1, run.stderr.slice(-3000));
     const s = await latestSummary(results, "deepspeed-cpu-autoep-faults");
     for (const [fault, [step, components]] of Object.entries(FAULTS)) {
@@ -253,6 +294,7 @@ Deno.test({
       assert.equal(c.first_divergent_step, step, fault);
       assert.deepEqual([...stateCheck(s, `resume-${fault}`).differing].sort(), components, fault);
     }
+    assert.equal(cardOf(s, "baseline~resume-param-group-lost"), "cause-state-not-restored");
     // A universal folder loaded without checkpoint.load_universal: DeepSpeed looks for native
     // expert files and the resume crashes, which is an ERROR with its log tail, never a PASS.
     const crashed = s.phases.find((p) => p.name === "resume-no-load-universal")!;
@@ -262,6 +304,58 @@ Deno.test({
       join(results, s.experiment, "latest", "phases", crashed.name, "stderr.log"),
     );
     assert.match(stderr, /FileNotFoundError: Expert checkpoint file not found/);
+  },
+});
+
+Deno.test({
+  name: "deepspeed: one expert's moments swapped on a reshard: the state check names its tensors",
+  ignore,
+  async fn() {
+    assertVenv();
+    const file = join(PROJECT, "experiments/deepspeed/cpu_autoep_reshard_fault.yaml");
+    const run = await runExperiment(file, results, [TEN_RESUMED_STEPS]);
+    assert.equal(run.code, 1, run.stderr.slice(-3000));
+    const s = await latestSummary(results, "deepspeed-cpu-autoep-reshard-fault");
+    const swap = stateCheck(s, "resume-expert-moment-one-param");
+    assert.equal(swap.verdict, "FAIL");
+    assert.deepEqual(swap.differing, ["exp_avg", "exp_avg_sq"]);
+    assert.deepEqual([...swap.differing_tensors!].sort(), SWAPPED);
+    assert.equal(swap.differing_tensors_total, 4);
+    // Measured: the loss stays within the reshard's drift bound (4 257 ULPs at most in steps
+    // 51-60 against 16 384), so only the state check catches it.
+    const reshard = comparison(s, "baseline~resume-expert-moment-one-param");
+    assert.equal(reshard.lane, "drift");
+    assert.equal(reshard.verdict, "PASS", reshard.reason);
+    assert.equal(s.findings?.[0]?.code, "cause-state-only");
+  },
+});
+
+/** Save-side fault → the component the save check names (ZeRO-1, native resume). */
+const SAVE_FAULTS: Record<string, string> = {
+  "cursor-saved-early": "data",
+  "rng-saved-after-draw": "rng",
+};
+
+Deno.test({
+  name: "deepspeed: each save-side fault FAILs at 51 and the save check blames the save",
+  ignore,
+  async fn() {
+    assertVenv();
+    const file = join(PROJECT, "experiments/deepspeed/cpu_autoep_save_faults.yaml");
+    const run = await runExperiment(file, results, [TEN_RESUMED_STEPS]);
+    assert.equal(run.code, 1, run.stderr.slice(-3000));
+    for (const [fault, component] of Object.entries(SAVE_FAULTS)) {
+      const s = await latestSummary(results, `deepspeed-cpu-autoep-save-faults@fault=${fault}`);
+      const c = comparison(s, "baseline~resume-native");
+      assert.equal(c.verdict, "FAIL", `${fault}: ${c.reason}`);
+      assert.equal(c.first_divergent_step, 51, fault);
+      // The checkpoint holds the wrong state and the resume restores it faithfully.
+      const save = stateCheck(s, "split", "save");
+      assert.equal(save.verdict, "FAIL", fault);
+      assert.deepEqual(save.differing, [component], fault);
+      assert.deepEqual(stateCheck(s, "resume-native").differing, [], fault);
+      assert.equal(s.findings?.[0]?.code, "cause-save-differs", fault);
+    }
   },
 });
 

@@ -13,21 +13,22 @@ the resume state DeepSpeed does not checkpoint itself (RNG, data position)::
         _, client = engine.load_checkpoint(load_dir, tag=tag)
         sampler.load_state_dict(parity.restore_client_state(client))   # RNG + data position
         first = parity.saved_step(client) + 1
-        parity.loaded(first - 1, digests=parity.engine_digests(engine, data=sampler.state_dict()))
+        digests, tensors = parity.engine_state(engine, data=sampler.state_dict())
+        parity.loaded(first - 1, digests=digests, tensors=tensors)
     for step in range(first, parity.stop_at + 1):
         loss = ...                                      # one optimizer step (all micro-batches)
         parity.step(step, loss=loss, lr=lr_used, grad_norm=engine.get_global_grad_norm())
         if step == parity.save_at:                      # split phase only
-            engine.save_checkpoint(parity.checkpoint_dir, tag=f"global_step{step}",
-                                   client_state=parity.client_state(sampler.state_dict(), step=step))
-            digests = parity.engine_digests(engine, data=sampler.state_dict())
+            client = parity.client_state(sampler.state_dict(), step=step)
+            engine.save_checkpoint(parity.checkpoint_dir, tag=f"global_step{step}", client_state=client)
+            digests, tensors = parity.checkpoint_state(engine, client)   # what the checkpoint holds
             parity.mark_complete(f"{parity.checkpoint_dir}/global_step{step}", step)
-            parity.saved(step, digests=digests,
+            parity.saved(step, digests=digests, tensors=tensors,
                          micro_step=engine.micro_steps, grad_accum=engine.gradient_accumulation_steps())
 
 Only the standard library is needed to write metrics (``Parity``, ``step``, ``saved``, ``loaded``,
 ``digest_bytes``); everything touching torch or DeepSpeed imports them lazily. ``engine_digests``,
-``client_state`` and ``restore_client_state`` use collectives: call them on every rank, in the same
+``engine_state``, ``checkpoint_state``, ``client_state`` and ``restore_client_state`` use collectives: call them on every rank, in the same
 order. Only rank 0 writes. Numbers are written with ``repr``-exact precision: a float32 loss widened
 to float64 is exact, so the harness's exact lane can compare bits.
 
@@ -36,15 +37,28 @@ Digest components (each a 16-hex SHA-256 prefix; a failing state check names the
 ``params``          fp32 master weights of every trainable parameter, unsharded
 ``exp_avg``         Adam first moments, unsharded
 ``exp_avg_sq``      Adam second moments, unsharded
+``module_weights``  the engine module's own parameters as trained (bf16), unsharded; only when their
+                    dtype is not fp32 (otherwise they are the fp32 master)
 ``optimizer_step``  Adam's own step counters (the optimizer state's ``step``, not ``global_steps``),
                     and whether entries share one step tensor (see ``optimizer_step_state``)
 ``lr_scheduler``    the LR scheduler's ``state_dict()``
+``param_groups``    every optimizer param group's hyper-parameters (``lr``, ``betas``, ``eps``,
+                    ``weight_decay``, ...; everything but ``params``), in group order, over all ranks
+``engine_counters`` ``global_steps``, ``global_samples``, ``skipped_steps`` and the position inside the
+                    accumulation window (``micro_steps % gradient_accumulation_steps``: DeepSpeed
+                    does not checkpoint ``micro_steps`` itself, see ``engine_counters``)
+``loss_scaler``     the fp16 loss scaler (``cur_scale``, ``cur_iter``, ...), only under fp16
 ``rng``             python ``random``, numpy and torch CPU generator states (a rank's CUDA generator
                     is saved and restored, but not digested: it is per-device state)
 ``data``            the data sampler's state (position), when the script passes it
 
 Tensors are hashed one logical parameter at a time (gathered, hashed, dropped), keyed by the
-parameter's name, shape and fp32 bytes, in name order. AutoEP expert parameters (``[E_local, ...]``
+parameter's name, shape and fp32 bytes, in name order. The same pass gives one digest per
+parameter and tensor kind (``params``, ``exp_avg``, ``exp_avg_sq``, ``module``), and per expert
+for expert parameters: ``model.layers.0.mlp.experts.w2 · expert 1 · exp_avg`` (the names a failing
+state check lists in ``differing_tensors``). Events carry them as ``"tensors"``, or, above
+``TENSORS_INLINE_MAX`` entries, in a sidecar JSON file of the run folder named by
+``"tensors_file"``. AutoEP expert parameters (``[E_local, ...]``
 on each expert-parallel rank, tagged by DeepSpeed with ``ds_autoep_uc_meta``) are assembled into
 their logical ``[E, ...]`` form in global expert order, so a correct change of ``autoep_size`` or of
 the data-parallel size gives equal digests. The optimizer moments are read from the optimizer's
@@ -67,7 +81,18 @@ CLIENT_STATE_KEY = "parity"
 #: Completion marker written into the tag folder after ``save_checkpoint`` returned (``mark_complete``).
 COMPLETE_MARKER = "parity_checkpoint_complete.json"
 
-DIGEST_COMPONENTS = ("params", "exp_avg", "exp_avg_sq", "optimizer_step", "lr_scheduler", "rng", "data")
+DIGEST_COMPONENTS = ("params", "exp_avg", "exp_avg_sq", "module_weights", "optimizer_step", "lr_scheduler",
+                     "param_groups", "engine_counters", "loss_scaler", "rng", "data")
+
+#: Tensor kinds of the per-tensor digests, and the component each is part of.
+TENSOR_KINDS = (("params", "params", None), ("exp_avg", "exp_avg", "exp_avg"),
+                ("exp_avg_sq", "exp_avg_sq", "exp_avg_sq"))
+
+#: Per-tensor entries an event carries inline; a larger map goes to a sidecar file (``tensors_file``).
+TENSORS_INLINE_MAX = 256
+
+#: How a per-tensor digest is named: ``<param> · <kind>``, ``<param> · expert <e> · <kind>``.
+SEP = " \u00b7 "
 
 
 def _number(value: Any) -> float:
@@ -94,6 +119,17 @@ def _json_default(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     return repr(value)
+
+
+def _write_json_atomic(path: str, value: Any) -> None:
+    """Writes ``value`` as JSON to ``path`` through a temporary file and a rename (fsynced), so a
+    reader sees the whole file or none."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, sort_keys=True, default=_json_default)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 class Parity:
@@ -150,18 +186,45 @@ class Parity:
                 record[name] = _number(value)
         self._write(record)
 
-    def saved(self, step: int, digests: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
+    def saved(self, step: int, digests: Optional[Mapping[str, str]] = None,
+              tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
         """The ``saved`` event after a checkpoint (pass ``micro_step`` and ``grad_accum`` too)."""
-        self._write({"event": "saved", "step": int(step), "digests": dict(digests or {}), **extra})
+        self._event("saved", step, digests, tensors, extra)
 
-    def snapshot(self, step: int, digests: Optional[Mapping[str, str]] = None) -> None:
+    def snapshot(self, step: int, digests: Optional[Mapping[str, str]] = None,
+                 tensors: Optional[Mapping[str, str]] = None) -> None:
         """The ``snapshot`` event: the digests of the state after ``step`` of a run that does not save
         (the baseline at ``PARITY_DIGEST_AT``), which the split's ``saved`` digests must equal."""
-        self._write({"event": "snapshot", "step": int(step), "digests": dict(digests or {})})
+        self._event("snapshot", step, digests, tensors, {})
 
-    def loaded(self, step: int, digests: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
+    def loaded(self, step: int, digests: Optional[Mapping[str, str]] = None,
+               tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
         """The ``loaded`` event after restoring a checkpoint."""
-        self._write({"event": "loaded", "step": int(step), "digests": dict(digests or {}), **extra})
+        self._event("loaded", step, digests, tensors, extra)
+
+    def _event(self, event: str, step: int, digests: Optional[Mapping[str, str]],
+               tensors: Optional[Mapping[str, str]], extra: Mapping[str, Any]) -> None:
+        record: Dict[str, Any] = {"event": event, "step": int(step), "digests": dict(digests or {})}
+        if tensors:
+            record.update(self._tensor_fields(event, step, tensors))
+        self._write({**record, **extra})
+
+    def _tensor_fields(self, event: str, step: int, tensors: Mapping[str, str]) -> Dict[str, Any]:
+        """``{"tensors": {...}}``, or for more than ``TENSORS_INLINE_MAX`` entries the sidecar
+        ``{"tensors_file": "tensors-<event>-<step>.json"}`` (named relative to the metrics file's
+        folder, which the harness resolves; written on rank 0 only, atomically)."""
+        if len(tensors) <= TENSORS_INLINE_MAX or not self.metrics_file:
+            return {"tensors": dict(tensors)}
+        if self.rank != 0:
+            return {}
+        metrics_dir = os.path.dirname(os.path.abspath(self.metrics_file))
+        folder = os.path.abspath(self.run_dir) if self.run_dir else metrics_dir
+        if os.path.relpath(folder, metrics_dir).startswith(os.pardir):
+            folder = metrics_dir  # the harness only reads sidecars inside the metrics file's folder
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"tensors-{event}-{int(step)}.json")
+        _write_json_atomic(path, dict(tensors))
+        return {"tensors_file": os.path.relpath(path, metrics_dir).replace(os.sep, "/")}
 
     # -- checkpoint locations ------------------------------------------------------------------------
 
@@ -187,12 +250,7 @@ class Parity:
         if self.rank != 0:
             return None
         path = os.path.join(tag_dir, COMPLETE_MARKER)
-        tmp = f"{path}.tmp.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"step": int(step), **info}, f, sort_keys=True, default=_json_default)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        _write_json_atomic(path, {"step": int(step), **info})
         return path
 
     # -- resume state DeepSpeed does not checkpoint ---------------------------------------------------
@@ -251,12 +309,28 @@ class Parity:
     def engine_digests(self, engine: Any, data: Optional[Mapping[str, Any]] = None,
                        rng: bool = True) -> Dict[str, str]:
         """Digests of the logical state of a DeepSpeed engine (call on every rank)."""
-        digests = logical_state_digests(engine)
+        return self.engine_state(engine, data=data, rng=rng)[0]
+
+    def engine_state(self, engine: Any, data: Optional[Mapping[str, Any]] = None, rng: bool = True,
+                     saved_rng: Optional[List[Any]] = None) -> Tuple[Dict[str, str], Dict[str, str]]:
+        """``(digests, tensors)`` of a DeepSpeed engine's logical state: the component digests and the
+        per-tensor map the events carry, from one streaming pass (call on every rank). ``saved_rng``
+        (every rank's RNG states, as :meth:`client_state` gathers them) is hashed instead of the
+        running generators."""
+        digests, tensors = logical_state(engine)
         if rng:
-            digests["rng"] = rng_digest()
+            digests["rng"] = rng_digest() if saved_rng is None else rng_states_digest(saved_rng)
         if data is not None:
             digests["data"] = digest_json(dict(data))
-        return digests
+        return digests, tensors
+
+    def checkpoint_state(self, engine: Any, client_state: Mapping[str, Any]
+                         ) -> Tuple[Dict[str, str], Dict[str, str]]:
+        """:meth:`engine_state` of what a save wrote: the engine's state with the RNG states and the
+        data position taken from the ``client_state`` passed to ``save_checkpoint`` (not from the
+        running process), so a save that recorded them wrongly shows in the ``saved`` digests."""
+        saved = client_state[CLIENT_STATE_KEY]
+        return self.engine_state(engine, data=saved.get("data"), saved_rng=saved["rng"])
 
 
 # -- helpers needing torch / DeepSpeed (imported lazily) ------------------------------------------------
@@ -310,9 +384,16 @@ def set_rng_state(state: Mapping[str, Any]) -> None:
 def rng_digest() -> str:
     """Digest of the RNG states of every rank: of one state when all ranks agree (replicated RNG,
     so the digest is topology-independent), else of the per-rank list. Call on every rank."""
-    mine = _replicated_rng(rng_state())
-    every = _gather_objects(mine)
-    return mine if len(set(every)) == 1 else digest_json(every)
+    return _rng_digest_of(_gather_objects(_replicated_rng(rng_state())))
+
+
+def rng_states_digest(states: List[Mapping[str, Any]]) -> str:
+    """:func:`rng_digest` of every rank's saved RNG states (a ``client_state``'s list; no collective)."""
+    return _rng_digest_of([_replicated_rng(state) for state in states])
+
+
+def _rng_digest_of(every: List[str]) -> str:
+    return every[0] if len(set(every)) == 1 else digest_json(every)
 
 
 def _replicated_rng(state: Mapping[str, Any]) -> str:
@@ -536,24 +617,132 @@ def _logical(param: Any, local_full: Any) -> Any:
 
 
 def logical_state_digests(engine: Any) -> Dict[str, str]:
-    """``params``, ``exp_avg``, ``exp_avg_sq``, ``optimizer_step`` and ``lr_scheduler`` digests of a
-    DeepSpeed engine's logical state (call on every rank; streams one parameter at a time)."""
+    """The component digests of :func:`logical_state` (call on every rank)."""
+    return logical_state(engine)[0]
+
+
+def logical_state(engine: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """``(digests, tensors)`` of a DeepSpeed engine's logical state: ``params``, ``exp_avg``,
+    ``exp_avg_sq``, ``module_weights`` (bf16 modules), ``optimizer_step``, ``lr_scheduler``,
+    ``param_groups``, ``engine_counters`` and ``loss_scaler`` (fp16), and one digest per tensor
+    (:func:`tensor_entries`). Streams one logical parameter at a time: each is gathered once,
+    hashed into its component and into its per-tensor entries, and dropped. Call on every rank."""
     base = _base_optimizer(engine)
     flat_states = _flat_states_by_storage(base)
     fp16_slices = _fp16_optimizer_slices(engine)
     named = sorted(((n, p) for n, p in engine.module.named_parameters() if p.requires_grad),
                    key=lambda item: item[0])
     digests: Dict[str, str] = {}
-    for component, key in (("params", None), ("exp_avg", "exp_avg"), ("exp_avg_sq", "exp_avg_sq")):
+    tensors: Dict[str, str] = {}
+    for component, kind, key in TENSOR_KINDS:
         h = hashlib.sha256()
         for name, param in named:
-            _hash_tensor(h, name, _logical(param, _full_hp(param, key, engine, flat_states, fp16_slices)))
+            full = _logical(param, _full_hp(param, key, engine, flat_states, fp16_slices))
+            _hash_tensor(h, name, full)
+            tensors.update(tensor_entries(name, kind, full, _expert_count(param)))
         digests[component] = h.hexdigest()[:16]
+    module = _module_weights_digest(named, tensors)
+    if module is not None:
+        digests["module_weights"] = module
     digests["optimizer_step"] = digest_json(optimizer_step_state(engine))
     scheduler = getattr(engine, "lr_scheduler", None)
     if scheduler is not None:
         digests["lr_scheduler"] = digest_json(scheduler.state_dict())
-    return digests
+    digests["param_groups"] = digest_json(param_groups_state(engine))
+    digests["engine_counters"] = digest_json(engine_counters(engine))
+    scaler = loss_scaler_state(engine)
+    if scaler is not None:
+        digests["loss_scaler"] = digest_json(scaler)
+    return digests, tensors
+
+
+def tensor_entries(name: str, kind: str, full: Any, experts: Optional[int]) -> Dict[str, str]:
+    """The per-tensor digests of one logical tensor: ``{"<name> · <kind>": digest}``, or for an
+    expert parameter (``experts`` = E of its logical ``[E, ...]``) one entry per expert,
+    ``"<name> · expert <e> · <kind>"`` (an absent state gives the absent marker's digest)."""
+    if experts is None:
+        return {f"{name}{SEP}{kind}": _single_digest(full)}
+    return {f"{name}{SEP}expert {e}{SEP}{kind}": _single_digest(full if full is ABSENT else full[e])
+            for e in range(experts)}
+
+
+def _single_digest(tensor: Any) -> str:
+    h = hashlib.sha256()
+    _hash_tensor(h, "", tensor)
+    return h.hexdigest()[:16]
+
+
+def _expert_count(param: Any) -> Optional[int]:
+    """E of an AutoEP expert parameter's logical ``[E, ...]`` shape; None for other parameters."""
+    meta = _expert_layout(param)
+    return None if meta is None else int(meta["logical_shape"][0])
+
+
+def _module_weights_digest(named: List[Tuple[str, Any]], tensors: Dict[str, str]) -> Optional[str]:
+    """``module_weights``: the module's own parameters as trained (bf16 when the fp32 master is a
+    separate copy), logical and unsharded, hashed in name order; per-tensor entries of kind
+    ``module`` go into ``tensors``. None when every module parameter is fp32 (then it is the
+    master itself, which ``params`` hashes)."""
+    import torch
+
+    if all(param.dtype == torch.float32 for _, param in named):
+        return None
+    h = hashlib.sha256()
+    for name, param in named:
+        full = _logical(param, _module_weight(param))
+        _hash_tensor(h, name, full)
+        tensors.update(tensor_entries(name, "module", full, _expert_count(param)))
+    return h.hexdigest()[:16]
+
+
+def _module_weight(param: Any) -> Any:
+    """A module parameter's local full tensor as fp32 (exact for bf16): ZeRO-3 gathers its
+    partitions over the parameter's group first (a collective)."""
+    if hasattr(param, "ds_id"):
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters([param]):
+            return param.data.detach().float().cpu().clone().view(param.ds_shape)
+    return param.detach().float().cpu()
+
+
+def param_groups_state(engine: Any) -> Any:
+    """What the ``param_groups`` digest hashes: each param group's hyper-parameters (everything but
+    ``params``) of the optimizer that applies the update, in group order; the list when every rank
+    holds the same, else ``{"per_rank": [...]}`` (call on every rank)."""
+    groups = [{k: v for k, v in group.items() if k != "params"} for group in _base_optimizer(engine).param_groups]
+    plain = json.loads(json.dumps(groups, sort_keys=True, default=_json_default))
+    every = _gather_objects(plain)
+    return plain if all(other == plain for other in every) else {"per_rank": every}
+
+
+def engine_counters(engine: Any) -> Dict[str, int]:
+    """What the ``engine_counters`` digest hashes: ``global_steps``, ``global_samples``,
+    ``skipped_steps``, and ``window_micro_steps``, the micro-steps inside the unfinished
+    accumulation window (``micro_steps % gradient_accumulation_steps``, 0 on a boundary).
+    DeepSpeed 0.19.8 does not checkpoint ``micro_steps`` (``_load_checkpoint`` restores the other
+    three; a resumed engine counts micro-steps from 0), and the only use of it in the training step
+    is the accumulation boundary, ``(micro_steps + 1) % gas``: the window position is the state a
+    resume must restore (docs/deepspeed.md, "Digests")."""
+    gas = int(engine.gradient_accumulation_steps())
+    return {"global_steps": int(engine.global_steps), "global_samples": int(engine.global_samples),
+            "skipped_steps": int(engine.skipped_steps), "window_micro_steps": int(engine.micro_steps) % gas}
+
+
+#: Loss-scaler attributes ``loss_scaler`` hashes (those a scaler has).
+LOSS_SCALER_KEYS = ("cur_scale", "cur_iter", "last_overflow_iter", "scale_factor", "scale_window", "min_scale",
+                    "delayed_shift", "cur_hysteresis", "consecutive_hysteresis", "dynamic")
+
+
+def loss_scaler_state(engine: Any) -> Optional[Dict[str, Any]]:
+    """The fp16 loss scaler's state (``LOSS_SCALER_KEYS``), or None without fp16 or a scaler."""
+    fp16 = getattr(engine, "fp16_enabled", None)
+    if fp16 is None or not fp16():
+        return None
+    scaler = getattr(engine.optimizer, "loss_scaler", None)
+    if scaler is None:
+        return None
+    return {key: getattr(scaler, key) for key in LOSS_SCALER_KEYS if hasattr(scaler, key)}
 
 
 def optimizer_steps(engine: Any) -> List[int]:

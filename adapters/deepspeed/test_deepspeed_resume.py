@@ -71,9 +71,14 @@ def test_native_resume_is_bit_identical_with_equal_digests(tmp_path):
     saved, loaded = event(split, "saved"), event(resume, "loaded")
     assert saved["step"] == loaded["step"] == 5
     assert saved["micro_step"] == 10 and saved["grad_accum"] == 2
-    assert set(saved["digests"]) == {"params", "exp_avg", "exp_avg_sq", "optimizer_step", "lr_scheduler", "rng",
-                                     "data"}
+    assert set(saved["digests"]) == {"params", "exp_avg", "exp_avg_sq", "module_weights", "optimizer_step",
+                                     "lr_scheduler", "param_groups", "engine_counters", "rng", "data"}
     assert loaded["digests"] == saved["digests"]
+    # One digest per tensor kind and expert, equal after the load; DeepSpeed restarts micro_steps.
+    assert "model.layers.0.mlp.experts.w2 · expert 3 · exp_avg" in saved["tensors"]
+    assert "model.layers.0.mlp.experts.w2 · expert 3 · module" in saved["tensors"]
+    assert loaded["tensors"] == saved["tensors"]
+    assert loaded["engine_micro_steps"] == 0
     assert marker["digests"] == saved["digests"]
 
     layout = subprocess.run([sys.executable, os.path.join(HERE, "autoep_layout.py"), tag], check=True,

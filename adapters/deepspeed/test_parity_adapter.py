@@ -15,7 +15,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from parity_adapter import DIGEST_COMPONENTS, Parity, digest_bytes, digest_json  # noqa: E402
+from parity_adapter import (DIGEST_COMPONENTS, TENSORS_INLINE_MAX, Parity, digest_bytes,  # noqa: E402
+                            digest_json)
 
 
 class FakeScalar:
@@ -129,7 +130,44 @@ class ParityTest(unittest.TestCase):
 
     def test_component_names(self):
         self.assertEqual(DIGEST_COMPONENTS,
-                         ("params", "exp_avg", "exp_avg_sq", "optimizer_step", "lr_scheduler", "rng", "data"))
+                         ("params", "exp_avg", "exp_avg_sq", "module_weights", "optimizer_step", "lr_scheduler",
+                          "param_groups", "engine_counters", "loss_scaler", "rng", "data"))
+
+    def test_events_carry_a_small_tensor_map_inline(self):
+        p = self.parity(PARITY_RUN_DIR=os.path.dirname(self.metrics))
+        tensors = {f"w{i} · params": "ab" for i in range(TENSORS_INLINE_MAX)}
+        p.snapshot(5, digests={"params": "ab"}, tensors=tensors)
+        (record,) = read(self.metrics)
+        self.assertEqual(record["tensors"], tensors)
+        self.assertNotIn("tensors_file", record)
+        self.assertEqual(sorted(os.listdir(os.path.dirname(self.metrics))), ["metrics.jsonl"])
+
+    def test_a_large_tensor_map_goes_to_a_sidecar_in_the_run_dir(self):
+        run_dir = os.path.dirname(self.metrics)
+        p = self.parity(PARITY_RUN_DIR=run_dir)
+        tensors = {f"w{i} · expert 0 · exp_avg": f"{i:016x}" for i in range(TENSORS_INLINE_MAX + 1)}
+        p.saved(50, digests={"params": "ab"}, tensors=tensors, micro_step=100)
+        (record,) = read(self.metrics)
+        self.assertEqual(record["tensors_file"], "tensors-saved-50.json")
+        self.assertNotIn("tensors", record)
+        self.assertEqual(record["micro_step"], 100)
+        with open(os.path.join(run_dir, "tensors-saved-50.json")) as f:
+            self.assertEqual(json.load(f), tensors)
+        self.assertEqual(sorted(os.listdir(run_dir)), ["metrics.jsonl", "tensors-saved-50.json"],
+                         "no temporary file left")
+
+    def test_a_sidecar_outside_the_metrics_folder_is_written_beside_the_metrics(self):
+        p = self.parity(PARITY_RUN_DIR=self.dir.name)  # the metrics file is in <dir>/sub
+        p.loaded(50, digests={"params": "ab"}, tensors={f"w{i} · params": "ab" for i in range(300)})
+        (record,) = read(self.metrics)
+        self.assertEqual(record["tensors_file"], "tensors-loaded-50.json")
+        self.assertTrue(os.path.exists(os.path.join(self.dir.name, "sub", "tensors-loaded-50.json")))
+
+    def test_only_rank_zero_writes_a_sidecar(self):
+        run_dir = os.path.dirname(self.metrics)
+        self.parity(RANK="1", PARITY_RUN_DIR=run_dir).saved(
+            5, digests={"params": "ab"}, tensors={f"w{i} · params": "ab" for i in range(300)})
+        self.assertFalse(os.path.exists(run_dir))
 
     def test_metrics_writer_imports_with_the_standard_library_only(self):
         # A python that cannot import torch, numpy or deepspeed still writes metrics.

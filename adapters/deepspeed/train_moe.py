@@ -64,7 +64,17 @@ FAULTS = {
     "skip-sampler-restore": "the data sampler's position is not restored (data order restarts)",
     "skip-rng-restore": "the RNG states are not restored (dropout masks restart)",
     "universal-without-load-universal": "a universal folder loaded without checkpoint.load_universal",
+    "cursor-saved-early": "the save records the sampler position one micro-batch early (the run keeps the right one)",
+    "rng-saved-after-draw": "the save records the RNG states after one extra torch draw (the run's generator is "
+                            "put back)",
+    "param-group-lost": "after the load, the expert param group's weight_decay is reset to 0",
+    "expert-moment-one-param": "after a universal load, experts 1 and 2 of model.layers.0.mlp.experts.w2 swap their "
+                               "Adam moments (one parameter only)",
 }
+
+#: The parameter and the two experts (on different EP ranks of the saved 2-way layout) that
+#: ``expert-moment-one-param`` swaps.
+SWAP_PARAM, SWAP_EXPERTS = "model.layers.0.mlp.experts.w2", (1, 2)
 
 
 # -- model ------------------------------------------------------------------------------------------
@@ -301,6 +311,72 @@ def unshare_adam_step(engine) -> int:
     return fixed
 
 
+def saved_client_state(parity: Parity, sampler: "ResumableSampler", fault: str, step: int) -> dict:
+    """``client_state`` for the save of ``step``; the save-side faults record the wrong state there
+    while the running process keeps the right one (call on every rank: it gathers the RNG)."""
+    data = sampler.state_dict()
+    if fault == "cursor-saved-early":
+        data["position"] -= sampler.global_batch // sampler.grad_accum  # one micro-batch back
+    if fault != "rng-saved-after-draw":
+        return parity.client_state(data, step=step)
+    running = torch.get_rng_state()
+    torch.rand(1)  # the extra draw before the state is captured
+    try:
+        return parity.client_state(data, step=step)
+    finally:
+        torch.set_rng_state(running)
+
+
+def apply_load_fault(engine, a: argparse.Namespace) -> None:
+    """The load-side faults that alter the restored state after ``load_checkpoint``."""
+    if a.fault == "param-group-lost":
+        group = expert_param_group(engine)
+        group["weight_decay"] = 0.0
+    if a.fault == "expert-moment-one-param":
+        if a.resume_kind != "universal":
+            raise SystemExit("--fault expert-moment-one-param needs a universal (re-sliced) resume")
+        swap_expert_moments(engine, SWAP_PARAM, *SWAP_EXPERTS)
+
+
+def expert_param_group(engine) -> dict:
+    """The param group of the optimizer that applies the update holding the AutoEP expert
+    parameters (DeepSpeed marks MoE groups with ``moe: True``)."""
+    from parity_adapter import _base_optimizer
+    groups = _base_optimizer(engine).param_groups
+    moe = [g for g in groups if g.get("moe")]
+    if len(moe) != 1:
+        raise SystemExit(f"expected one MoE param group, found {len(moe)} of {len(groups)}: "
+                         f"{[sorted(k for k in g if k != 'params') for g in groups]}")
+    return moe[0]
+
+
+def swap_expert_moments(engine, name: str, e1: int, e2: int) -> None:
+    """Swaps experts ``e1`` and ``e2``'s ``exp_avg`` and ``exp_avg_sq`` of expert parameter ``name``
+    in the optimizer state (ZeRO-1/2 and the bf16 optimizer: each rank rewrites its own fragment of
+    the flat fp32 partition). Both experts must be local to this process (an ``autoep_size`` 1
+    resume holds every expert). Call on every rank (the full moments are gathered over the
+    parameter's data-parallel group)."""
+    from parity_adapter import _base_optimizer, _expert_layout, _flat_states_by_storage, _full_hp
+    param = dict(engine.module.named_parameters())[name]
+    mapping = getattr(param, "_hp_mapping", "none")
+    local = list(_expert_layout(param)["local_experts"])
+    if mapping == "none" or e1 not in local or e2 not in local:
+        raise SystemExit(f"--fault expert-moment-one-param needs ZeRO 1/2 and experts {e1}, {e2} local to every "
+                         f"rank (autoep_size 1); {name} holds {local}")
+    flat_states = _flat_states_by_storage(_base_optimizer(engine))
+    i, j = local.index(e1), local.index(e2)
+    for key in ("exp_avg", "exp_avg_sq"):
+        full = _full_hp(param, key, engine, flat_states, {})
+        full[[i, j]] = full[[j, i]].clone()
+        if mapping is None:  # this rank holds no fragment of the parameter
+            continue
+        frag = mapping.hp_fragment
+        flat, state = flat_states[frag.untyped_storage().data_ptr()]
+        offset = frag.storage_offset() - flat.storage_offset()
+        lp = mapping.lp_fragment_address
+        state[key].narrow(0, offset, lp.numel).copy_(full.reshape(-1).narrow(0, lp.start, lp.numel))
+
+
 def _flag(text: str) -> bool:
     """A switch that also takes an explicit value (``--x``, ``--x true``, ``--x false``), as the
     preset passes every argument with its value."""
@@ -448,6 +524,7 @@ def main(argv: list[str]) -> int:
             prime_cpu_adam(engine, parity.saved_step(client) or engine.global_steps)
         if a.lr_scale_on_resume != 1.0:
             scale_lr_on_resume(engine, a.lr_scale_on_resume)
+        apply_load_fault(engine, a)
         data = parity.restore_client_state(client, restore_rng=a.fault != "skip-rng-restore")
         if a.fault != "skip-sampler-restore":
             sampler.load_state_dict(data)
@@ -457,8 +534,10 @@ def main(argv: list[str]) -> int:
         resumed = parity.saved_step(client)
         if resumed is None:
             resumed = engine.global_steps
-        parity.loaded(resumed, digests=parity.engine_digests(engine, data=sampler.state_dict()),
-                      kind=a.resume_kind, engine_global_steps=engine.global_steps, world_size=world,
+        digests, tensors = parity.engine_state(engine, data=sampler.state_dict())
+        parity.loaded(resumed, digests=digests, tensors=tensors,
+                      kind=a.resume_kind, engine_global_steps=engine.global_steps,
+                      engine_micro_steps=engine.micro_steps, world_size=world,
                       autoep_size=a.autoep_size, zero_stage=a.zero_stage)
         # Per process and expert slot, for the plan-execute check (docs/plan-sync.md).
         write_process_state(engine, parity.run_dir, source=f"resume-{a.resume_kind}")
@@ -491,17 +570,18 @@ def main(argv: list[str]) -> int:
         if a.digest_at is not None and step == a.digest_at:
             # What the uninterrupted run holds where the split saves: the same digests the save
             # reports, without saving (gathers only; no RNG draw, nothing the next step reads).
-            parity.snapshot(step, digests=parity.engine_digests(engine, data=sampler.state_dict()))
+            parity.snapshot(step, *parity.engine_state(engine, data=sampler.state_dict()))
         if a.save_at is not None and step == a.save_at:
             t3 = time.perf_counter()
-            engine.save_checkpoint(a.checkpoint_dir, tag=f"global_step{step}",
-                                   client_state=parity.client_state(sampler.state_dict(), step=step))
+            client_state = saved_client_state(parity, sampler, a.fault, step)
+            engine.save_checkpoint(a.checkpoint_dir, tag=f"global_step{step}", client_state=client_state)
             save_s = time.perf_counter() - t3
-            digests = parity.engine_digests(engine, data=sampler.state_dict())
+            # What the checkpoint holds: the engine's state, and the RNG and data position recorded.
+            digests, tensors = parity.checkpoint_state(engine, client_state)
             # save_checkpoint returned on every rank (it ends with a barrier): mark the tag folder.
             parity.mark_complete(os.path.join(a.checkpoint_dir, f"global_step{step}"), step, digests=digests,
                                  world_size=world, autoep_size=a.autoep_size, zero_stage=a.zero_stage)
-            parity.saved(step, digests=digests,
+            parity.saved(step, digests=digests, tensors=tensors,
                          micro_step=engine.micro_steps, grad_accum=engine.gradient_accumulation_steps(),
                          world_size=world, autoep_size=a.autoep_size, zero_stage=a.zero_stage)
     train_s = time.perf_counter() - t2 - save_s

@@ -8,9 +8,11 @@
  * @module
  */
 
+import { dirname } from "node:path";
 import { SeriesBuilder } from "./_builder.ts";
 import { FlatRecordScanner } from "./_flat_scanner.ts";
 import { emptySeries, MAX_METRICS_LINE_BYTES, type MetricSeries, READER_CODES } from "./series.ts";
+import { resolveTensorFiles } from "./tensors_file.ts";
 
 const NON_FINITE_STRING = /^\s*([+-]?)(nan|inf|infinity)\s*$/i;
 // Bare NaN / Infinity tokens in value position (Python's json.dumps writes them).
@@ -22,7 +24,10 @@ export function parseJsonl(text: string): MetricSeries {
   return parseJsonlBytes(bytes, bytes.length === text.length ? text : null);
 }
 
-/** Reads a metrics JSONL file; a missing file gives a series with `metrics-missing-file`. */
+/**
+ * Reads a metrics JSONL file; a missing file gives a series with `metrics-missing-file`. Events
+ * naming a `tensors_file` get its map as `tensors`, read once here (see `tensors_file.ts`).
+ */
 export async function readJsonl(path: string): Promise<MetricSeries> {
   let bytes: Uint8Array;
   try {
@@ -30,7 +35,7 @@ export async function readJsonl(path: string): Promise<MetricSeries> {
   } catch (error) {
     return unreadable(path, error);
   }
-  return parseJsonlBytes(bytes);
+  return resolveTensorFiles(parseJsonlBytes(bytes), dirname(path));
 }
 
 /**

@@ -94,6 +94,8 @@ export const READER_CODES = {
   badPattern: "metrics-bad-pattern",
   /** jsonl: a line longer than {@link MAX_METRICS_LINE_BYTES}; skipped unread. */
   lineTooLong: "metrics-line-too-long",
+  /** jsonl: an event's `tensors_file` is outside the folder, unreadable or malformed (warning). */
+  tensorsFile: "metrics-tensors-file",
 } as const;
 
 /** Longest metrics line read (1 MiB); a longer one is a `metrics-line-too-long` error. */

@@ -9,6 +9,7 @@
  */
 
 import type { EventRecord, MetricSeries } from "../metrics/mod.ts";
+import { TENSORS_ERROR_FIELD } from "../metrics/tensors_file.ts";
 import type { StateCheckSummary } from "../types/summary.ts";
 
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
@@ -153,7 +154,27 @@ function _compareDigests(
   } else {
     summary.reason = `all ${compared.length} state components ${pair.matches}.`;
   }
-  return summary;
+  return withTensorErrors(summary, pair);
+}
+
+/**
+ * A check one of whose events names a `tensors_file` the reader could not use: ERROR where it
+ * would PASS (the tensors were not verified), and the reason says why in every case.
+ */
+function withTensorErrors(summary: StateCheckSummary, pair: _DigestPair): StateCheckSummary {
+  const errors = [
+    [pair.referenceSide, pair.reference],
+    [pair.candidateSide, pair.candidate],
+  ].flatMap(([side, event]) => {
+    const why = (event as EventRecord).fields[TENSORS_ERROR_FIELD];
+    return typeof why === "string" ? [`${side}: ${why}`] : [];
+  });
+  if (errors.length === 0) return summary;
+  const note = `the per-tensor digests cannot be verified (${errors.join("; ")}).`;
+  if (summary.verdict === "PASS") {
+    return { ...summary, verdict: "ERROR", reason: `${summary.reason} But ${note}` };
+  }
+  return { ...summary, reason: `${summary.reason} Also ${note}` };
 }
 
 /** Differing tensors a state check lists (the total is counted). */

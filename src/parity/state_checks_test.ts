@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { parseJsonl } from "../metrics/jsonl.ts";
+import { join } from "node:path";
+import { parseJsonl, readJsonl } from "../metrics/jsonl.ts";
+import { TENSORS_ERROR_FIELD } from "../metrics/tensors_file.ts";
 import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
 import { checkRestoredState, checkSavedState, stateCheckName, tensorList } from "./state_checks.ts";
 
@@ -85,4 +87,47 @@ Deno.test("checkRestoredState() names the differing tensors when both sides carr
   assert.equal(tensorList([r]), "layers.0.experts.w2 · expert 2 · exp_avg");
   // Without tensors on one side, only components are named.
   assert.equal(checkRestoredState("x", saved(d), resumed, 20).differing_tensors, undefined);
+});
+
+Deno.test("a check whose event names an unusable tensors_file is ERROR, never PASS", () => {
+  const d = { params: "a" };
+  const bad = parseJsonl(jsonl([{ event: "loaded", step: 20, digests: d }]));
+  bad.events[0].fields[TENSORS_ERROR_FIELD] = "tensors_file /x/t.json does not exist";
+  const r = checkRestoredState("resume-native", saved(d), bad, 20);
+  assert.equal(r.verdict, "ERROR");
+  assert.match(
+    r.reason ?? "",
+    /cannot be verified \(this phase's loaded event: tensors_file \/x\/t\.json does not exist\)/,
+  );
+  // A component that differs still FAILs, and the reason says the tensors went unchecked.
+  const failed = checkRestoredState("resume-native", saved({ params: "b" }), bad, 20);
+  assert.equal(failed.verdict, "FAIL");
+  assert.match(failed.reason ?? "", /in params\. Also the per-tensor digests cannot be verified/);
+});
+
+Deno.test("a tensors_file sidecar names the differing tensors like an inline map", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "state_checks_test_" });
+  try {
+    const write = async (name: string, event: string, tensors: Record<string, string>) => {
+      await Deno.writeTextFile(join(dir, `tensors-${name}.json`), JSON.stringify(tensors));
+      await Deno.writeTextFile(
+        join(dir, `${name}.jsonl`),
+        jsonl([{
+          event,
+          step: 20,
+          digests: { exp_avg: name },
+          tensors_file: `tensors-${name}.json`,
+        }]),
+      );
+      return await readJsonl(join(dir, `${name}.jsonl`));
+    };
+    const w2 = (e: number) => `layers.0.experts.w2 · expert ${e} · exp_avg`;
+    const split = await write("saved", "saved", { [w2(0)]: "a", [w2(1)]: "b" });
+    const resume = await write("loaded", "loaded", { [w2(0)]: "a", [w2(1)]: "c" });
+    const r = checkRestoredState("resume-reshard", split, resume, 20);
+    assert.equal(r.verdict, "FAIL");
+    assert.deepEqual(r.differing_tensors, [w2(1)]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
