@@ -28,9 +28,10 @@ the resume state DeepSpeed does not checkpoint itself (RNG, data position)::
 
 Only the standard library is needed to write metrics (``Parity``, ``step``, ``saved``, ``loaded``,
 ``digest_bytes``); everything touching torch or DeepSpeed imports them lazily. ``engine_digests``,
-``engine_state``, ``checkpoint_state``, ``client_state`` and ``restore_client_state`` use collectives: call them on every rank, in the same
-order. Only rank 0 writes. Numbers are written with ``repr``-exact precision: a float32 loss widened
-to float64 is exact, so the harness's exact lane can compare bits.
+``engine_state``, ``checkpoint_state``, ``client_state`` and ``restore_client_state`` use
+collectives: call them on every rank, in the same order. Only rank 0 writes. Numbers are written
+with ``repr``-exact precision: a float32 loss widened to float64 is exact, so the harness's exact
+lane can compare bits.
 
 Digest components (each a 16-hex SHA-256 prefix; a failing state check names the component):
 
