@@ -21,3 +21,4 @@ export { type CsvSource, parseDeepspeedCsv, readDeepspeedCsv } from "./deepspeed
 export { DEFAULT_LOG_PATTERN, parseLog, readLog } from "./log.ts";
 export { type EventFileSource, parseTensorboard, readTensorboard } from "./tensorboard.ts";
 export { readMetrics } from "./read.ts";
+export { TENSORS_ERROR_FIELD } from "./tensors_file.ts";

@@ -8,8 +8,7 @@
  * @module
  */
 
-import type { EventRecord, MetricSeries } from "../metrics/mod.ts";
-import { TENSORS_ERROR_FIELD } from "../metrics/tensors_file.ts";
+import { type EventRecord, type MetricSeries, TENSORS_ERROR_FIELD } from "../metrics/mod.ts";
 import type { StateCheckSummary } from "../types/summary.ts";
 
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
