@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The seed experiment on this machine's NVIDIA GPUs, one command:
-#   tools/gpu_check.sh            # set up (CUDA torch), run experiments/deepspeed/gpu_autoep_seed.yaml
+#   tools/gpu_check.sh            # set up (CUDA torch==2.13.0), run experiments/deepspeed/gpu_autoep_seed.yaml
 #                                 # at the largest world size the GPUs allow, one line per comparison
 #   tools/gpu_check.sh --dry-run  # no GPU needed: `parity plan` of that experiment at that world size
 #   tools/gpu_check.sh --world-size N [--dry-run]   # choose the world size (1, 2, 4, 8 or 16)
-# Offline (a GPU box with a CUDA torch but no Deno, no DeepSpeed, no network):
+# Offline (a GPU box whose own preinstalled CUDA PyTorch build is used as it is, nothing pip-installed
+# from an index; no Deno, no DeepSpeed, no network):
 #   tools/gpu_check.sh --export DIR [--world-size N]  # here: the bundle of the run, DeepSpeed wheels in it
 #   tools/gpu_check.sh --offline DIR [--copy-to OUT]  # there: its phases with the system python3
 #                                                     # (then DIR without checkpoints into OUT/)
@@ -16,7 +17,7 @@
 # torch==2.13.0 (adapters/deepspeed/requirements.txt; setup_deepspeed.sh refuses any other pin).
 # NOT RUN ON A GPU YET: docs/deepspeed.md, "On a GPU node", says what is known and what is not.
 set -euo pipefail
-help_lines='2,17p'
+help_lines='2,18p'
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

@@ -13,7 +13,13 @@
  */
 
 import { join } from "node:path";
-import { type ChildStatus, interruption, isSecretName, registerLiveChild } from "../process/mod.ts";
+import {
+  type ChildStatus,
+  fileTail,
+  interruption,
+  isSecretName,
+  registerLiveChild,
+} from "../process/mod.ts";
 import type { SlurmExecutorSpec } from "../types/phase_spec.ts";
 import {
   cancelJob,
@@ -97,7 +103,7 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
     exitCode: number | null = null,
   ): Promise<SlurmJobResult> => {
     for (const pump of pumps) await pump.pump();
-    const tail = [await tailOf(options.stdoutPath), await tailOf(options.stderrPath), message]
+    const tail = [await fileTail(options.stdoutPath), await fileTail(options.stderrPath), message]
       .filter((t) => t.length > 0).join("\n");
     return {
       status,
@@ -295,17 +301,6 @@ async function readExitCode(dir: string): Promise<number | null> {
     return /^\d+$/.test(text) ? Number(text) : null;
   } catch {
     return null;
-  }
-}
-
-/** Up to the last 2 KB of a log file, whole lines only. */
-async function tailOf(path: string): Promise<string> {
-  try {
-    const text = await Deno.readTextFile(path);
-    const tail = text.length > 2048 ? text.slice(text.indexOf("\n", text.length - 2048) + 1) : text;
-    return tail.trimEnd();
-  } catch {
-    return "";
   }
 }
 

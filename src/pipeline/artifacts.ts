@@ -9,32 +9,49 @@ import type { PhaseSpec } from "../types/phase_spec.ts";
 import { join } from "node:path";
 import { pathExists } from "./run_store.ts";
 
-/** Checks the artifact a phase must leave behind; returns a message when it is missing. */
-export async function missingArtifact(spec: PhaseSpec): Promise<string | null> {
+/**
+ * The artifacts a phase must leave behind, by name (`checkpoint`, `checkpoint_marker`,
+ * `universal`, `plan`, `state`): the one place a role's required outputs are decided, for the
+ * check after a local exit and for an offline bundle's `must_leave`.
+ */
+export function requiredArtifacts(spec: PhaseSpec): Record<string, string> {
   const { paths } = spec;
-  if (spec.role === "split") {
-    const tag = paths.checkpointTag!;
-    if (!(await pathExists(tag))) {
-      const latest = await Deno.readTextFile(join(paths.checkpointDir!, "latest"))
-        .then((text) => text.trim(), () => "");
-      const hint = latest && join(paths.checkpointDir!, latest) !== tag
-        ? ` (its latest file names ${JSON.stringify(latest)}: set trainer.checkpoint_tag)`
-        : "";
-      return `missing artifact: checkpoint ${tag} was not written${hint}`;
-    }
-    const marker = spec.checkpointMarker;
-    if (marker && !(await pathExists(join(tag, marker)))) {
-      return `incomplete checkpoint: ${tag} has no completion marker ${marker}`;
+  const need: Record<string, string> = {};
+  if (spec.role === "split" && paths.checkpointTag) {
+    need.checkpoint = paths.checkpointTag;
+    if (spec.checkpointMarker) {
+      need.checkpoint_marker = join(paths.checkpointTag, spec.checkpointMarker);
     }
   }
-  if (spec.role === "convert" && !(await pathExists(paths.universal!))) {
-    return `missing artifact: universal checkpoint ${paths.universal} was not written`;
+  if (spec.role === "convert" && paths.universal) need.universal = paths.universal;
+  if (spec.role === "plan" && paths.planOut) need.plan = paths.planOut;
+  if (spec.role === "execute" && paths.stateFile) need.state = paths.stateFile;
+  return need;
+}
+
+/** Checks the artifacts a phase must leave behind; returns a message when one is missing. */
+export async function missingArtifact(spec: PhaseSpec): Promise<string | null> {
+  const need = requiredArtifacts(spec);
+  if (need.checkpoint && !(await pathExists(need.checkpoint))) {
+    const dir = spec.paths.checkpointDir!;
+    const latest = await Deno.readTextFile(join(dir, "latest"))
+      .then((text) => text.trim(), () => "");
+    const hint = latest && join(dir, latest) !== need.checkpoint
+      ? ` (its latest file names ${JSON.stringify(latest)}: set trainer.checkpoint_tag)`
+      : "";
+    return `missing artifact: checkpoint ${need.checkpoint} was not written${hint}`;
   }
-  if (spec.role === "plan" && !(await pathExists(paths.planOut!))) {
-    return `missing artifact: plan ${paths.planOut} was not written`;
+  if (need.checkpoint_marker && !(await pathExists(need.checkpoint_marker))) {
+    return `incomplete checkpoint: ${need.checkpoint} has no completion marker ${spec.checkpointMarker}`;
   }
-  if (spec.role === "execute" && !(await pathExists(paths.stateFile!))) {
-    return `missing artifact: the executed plan's process state ${paths.stateFile} was not written`;
+  if (need.universal && !(await pathExists(need.universal))) {
+    return `missing artifact: universal checkpoint ${need.universal} was not written`;
+  }
+  if (need.plan && !(await pathExists(need.plan))) {
+    return `missing artifact: plan ${need.plan} was not written`;
+  }
+  if (need.state && !(await pathExists(need.state))) {
+    return `missing artifact: the executed plan's process state ${need.state} was not written`;
   }
   return null;
 }

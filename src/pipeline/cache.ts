@@ -229,16 +229,10 @@ export async function findCachedPhase(
   verify: CheckpointVerifyMode = "auto",
 ): Promise<CacheHit | undefined> {
   let pruned: CacheHit | undefined;
-  for (const runDir of [...runs].reverse()) {
-    if (resolve(runDir) === resolve(currentRunDir)) continue;
-    const phaseDir = join(runDir, "phases", phase);
-    let record: PhaseRecord | undefined;
-    try {
-      record = await readJsonIfExists<PhaseRecord>(join(phaseDir, "phase.json"));
-    } catch {
-      continue; // unreadable marker: not complete
-    }
-    if (!record || record.status !== "ok" || record.cache_key !== key) continue;
+  for await (
+    const { runDir, phaseDir, record } of _earlierRecords(runs, phase, key, currentRunDir)
+  ) {
+    if (record.status !== "ok") continue;
     const source = record.source_run ?? runDir;
     const hit: CacheHit = {
       runDir: source,
@@ -264,7 +258,8 @@ export async function findCachedPhase(
 /**
  * The newest earlier phase with key `key` that ended failed or timed out (an imported offline
  * run's), for `--no-launch`: judged as it ended, never launched again. Same lookup as
- * {@linkcode findCachedPhase}, without the output checks (a failed phase's outputs judge nothing).
+ * {@linkcode findCachedPhase} ({@linkcode _earlierRecords}), without the output checks (a failed
+ * phase's outputs judge nothing).
  */
 export async function findFailedPhase(
   runs: readonly string[],
@@ -272,17 +267,29 @@ export async function findFailedPhase(
   key: string,
   currentRunDir: string,
 ): Promise<CacheHit | undefined> {
+  for await (const hit of _earlierRecords(runs, phase, key, currentRunDir)) {
+    if (hit.record.status === "failed" || hit.record.status === "timeout") return hit;
+  }
+  return undefined;
+}
+
+/**
+ * The completed records of `phase` with key `key` in `runs`, newest first, `currentRunDir`
+ * left out; a folder without a readable completion marker (phase.json) is not complete.
+ */
+async function* _earlierRecords(
+  runs: readonly string[],
+  phase: string,
+  key: string,
+  currentRunDir: string,
+): AsyncGenerator<CacheHit> {
   for (const runDir of [...runs].reverse()) {
     if (resolve(runDir) === resolve(currentRunDir)) continue;
     const phaseDir = join(runDir, "phases", phase);
     const record = await readJsonIfExists<PhaseRecord>(join(phaseDir, "phase.json"))
       .catch(() => undefined);
-    if (!record || record.cache_key !== key) continue;
-    if (record.status === "failed" || record.status === "timeout") {
-      return { runDir, phaseDir, record };
-    }
+    if (record?.cache_key === key) yield { runDir, phaseDir, record };
   }
-  return undefined;
 }
 
 /** File in a phase folder naming the pid (and process group) of its running child. */

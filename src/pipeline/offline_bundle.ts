@@ -23,7 +23,7 @@ import { HARNESS_REDACTION, isSecretName } from "../process/mod.ts";
 import { DEEPSPEED_VENV, PROJECT_DIR } from "../presets/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import { UsageError } from "../types/harness_error.ts";
-import { phaseOutputs } from "./artifacts.ts";
+import { phaseOutputs, requiredArtifacts } from "./artifacts.ts";
 import { HARNESS_VERSION } from "./manifest.ts";
 import { computeKeys } from "./phase_execution.ts";
 import { learnRunSecrets } from "./run_secrets.ts";
@@ -171,16 +171,6 @@ function bundlePhase(spec: PhaseSpec, key: string, portable: PortablePaths): Bun
     else env[name] = portable.text(value);
   }
   const { paths } = spec;
-  const mustLeave: Record<string, string> = {};
-  if (spec.role === "split" && paths.checkpointTag) {
-    mustLeave.checkpoint = paths.checkpointTag;
-    if (spec.checkpointMarker) {
-      mustLeave.checkpoint_marker = join(paths.checkpointTag, spec.checkpointMarker);
-    }
-  }
-  if (spec.role === "convert" && paths.universal) mustLeave.universal = paths.universal;
-  if (spec.role === "plan" && paths.planOut) mustLeave.plan = paths.planOut;
-  if (spec.role === "execute" && paths.stateFile) mustLeave.state = paths.stateFile;
   const writeFiles: Record<string, string> = {};
   if (spec.target && paths.target) {
     writeFiles[portable.text(paths.target)] = JSON.stringify(spec.target, null, 2) + "\n";
@@ -203,7 +193,7 @@ function bundlePhase(spec: PhaseSpec, key: string, portable: PortablePaths): Bun
     dir: portable.text(paths.dir),
     outputs,
     must_leave: Object.fromEntries(
-      Object.entries(mustLeave).map(([name, path]) => [name, portable.text(path)]),
+      Object.entries(requiredArtifacts(spec)).map(([name, path]) => [name, portable.text(path)]),
     ),
     write_files: writeFiles,
     cache_key: key,

@@ -14,7 +14,9 @@
 
 import { join } from "node:path";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
-import { LogTail } from "../process/mod.ts";
+import { phaseLogs } from "../executors/executor.ts";
+import { bytes } from "../format/numbers.ts";
+import { fileTail } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { Diagnostic, PhaseStatus } from "../types/summary.ts";
 import { UsageError } from "../types/harness_error.ts";
@@ -233,7 +235,7 @@ async function writeCompletion(
       code: CHECKPOINT_NOT_RETURNED,
       phase: spec.name,
       message: `${spec.name}: its ${name} (${artifact.files} files, ` +
-        `${formatBytes(artifact.bytes)}) was written offline but ${back}: the phases that read ` +
+        `${bytes(artifact.bytes)}) was written offline but ${back}: the phases that read ` +
         "it ran offline and are judged from their metrics and digests; its bytes are not hashed " +
         "here",
     });
@@ -254,7 +256,7 @@ async function writeCompletion(
     cache_key: key,
     attempts: 1,
     ...(status !== "ok" ? { message: offlineMessage(result) } : {}),
-    ...(failed ? { log_tail: await logTail(paths.dir) } : {}),
+    ...(failed ? { log_tail: await logTail(spec) } : {}),
     signal: null,
     started_at: result.started_at,
     finished_at: result.finished_at,
@@ -302,31 +304,10 @@ function offlineMessage(result: OfflineResult): string {
 }
 
 /** Last lines of the phase's stdout, then its stderr (the error is usually there). */
-async function logTail(dir: string): Promise<string> {
-  const tail = new LogTail();
-  for (const name of ["stdout.log", "stderr.log"]) {
-    const text = await readEnd(join(dir, name), 64 * 1024);
-    for (const line of text.split("\n")) if (line !== "") tail.add(line);
-  }
-  return tail.text();
-}
-
-async function readEnd(path: string, max: number): Promise<string> {
-  try {
-    using file = await Deno.open(path);
-    const size = (await file.stat()).size;
-    await file.seek(Math.max(0, size - max), Deno.SeekMode.Start);
-    const buf = new Uint8Array(Math.min(size, max));
-    let read = 0;
-    while (read < buf.length) {
-      const n = await file.read(buf.subarray(read));
-      if (n === null) break;
-      read += n;
-    }
-    return new TextDecoder().decode(buf.subarray(0, read));
-  } catch {
-    return "";
-  }
+async function logTail(spec: PhaseSpec): Promise<string> {
+  const { stdoutPath, stderrPath } = phaseLogs(spec);
+  const tails = [await fileTail(stdoutPath), await fileTail(stderrPath)];
+  return tails.filter((t) => t.length > 0).join("\n");
 }
 
 /** Copies a folder (files, folders, links as links); the bundle stays as it came back. */
@@ -339,8 +320,4 @@ async function copyTree(from: string, to: string): Promise<void> {
     else if (entry.isSymlink) await Deno.symlink(await Deno.readLink(src), dst);
     else await Deno.copyFile(src, dst);
   }
-}
-
-function formatBytes(bytes: number): string {
-  return bytes >= 1024 ** 2 ? `${(bytes / 1024 ** 2).toFixed(1)} MiB` : `${bytes} bytes`;
 }

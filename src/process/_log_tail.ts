@@ -46,3 +46,28 @@ export class LogTail {
     return this.#lines.join("\n");
   }
 }
+
+/**
+ * Up to the last `maxBytes` of a log file, whole lines only and without trailing blank space;
+ * empty when the file cannot be read. Only the end is read, however large the log.
+ */
+export async function fileTail(path: string, maxBytes = 2048): Promise<string> {
+  try {
+    using file = await Deno.open(path);
+    const size = (await file.stat()).size;
+    const start = Math.max(0, size - maxBytes);
+    await file.seek(start, Deno.SeekMode.Start);
+    const buf = new Uint8Array(size - start);
+    let read = 0;
+    while (read < buf.length) {
+      const n = await file.read(buf.subarray(read));
+      if (n === null) break;
+      read += n;
+    }
+    const text = new TextDecoder().decode(buf.subarray(0, read));
+    // A cut first line is dropped: the tail starts at a line boundary.
+    return (start > 0 ? text.slice(text.indexOf("\n") + 1) : text).trimEnd();
+  } catch {
+    return "";
+  }
+}

@@ -73,5 +73,5 @@ export {
 } from "./redaction_policy.ts";
 export { groupMembers, reapGroup } from "./reap.ts";
 export { writeTextAtomic } from "./write_atomic.ts";
-export { LogTail } from "./_log_tail.ts";
+export { fileTail } from "./_log_tail.ts";
 export { type LiveChildControl, registerLiveChild } from "./_live_children.ts";
