@@ -96,8 +96,12 @@ Deno.test("export, offline_phases.py, --import: the verdicts of a normal run, no
     const where = summary.diagnostics.find((d) => d.code === "ran-offline");
     assert.match(
       where?.message ?? "",
-      /^the phases ran offline on [^;]+; the manifest describes the machine that judged them/,
+      /^the phases ran offline on [^;]+; the manifest's `environment` describes the machine that judged them, its `ran_offline` the one that ran them$/,
     );
+    const manifest = JSON.parse(
+      await Deno.readTextFile(join(results, SMALL.name, "latest", "manifest.json")),
+    );
+    assert.equal(typeof manifest.ran_offline?.host, "string", "the manifest names where it ran");
 
     // The copy for the trip back, without the checkpoints: the same verdicts, and said.
     const light = join(dir, "light");
@@ -407,3 +411,22 @@ async function _ends(pid: number, ms: number): Promise<boolean> {
   }
   return false;
 }
+
+Deno.test("gpu_h200.sh --dry-run: the H200 run's four members are valid plans of one file", async () => {
+  const out = await new Deno.Command("bash", {
+    args: [join(PROJECT, "tools/gpu_h200.sh"), "--dry-run"],
+    cwd: PROJECT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const members = [...text.matchAll(/^experiment (\S+): (\d+) phases/gm)].map((m) => [m[1], m[2]]);
+  // The members the docs' GPU table reports, with their phases (docs/deepspeed.md).
+  assert.deepEqual(members, [
+    ["deepspeed-gpu-h200-seed", "7"],
+    ["deepspeed-gpu-h200-zero3-adamw", "6"],
+    ["deepspeed-gpu-h200-zero1", "5"],
+    ["deepspeed-gpu-h200-zero2", "5"],
+  ]);
+});

@@ -15,9 +15,10 @@
 # and the global batch grows to 16 x W so each rank keeps at least one sample per micro-batch.
 # Needs Node/npm (Deno comes from npm) and, for a real run, PyPI for the CUDA build of the pinned
 # torch==2.13.0 (adapters/deepspeed/requirements.txt; setup_deepspeed.sh refuses any other pin).
-# NOT RUN ON A GPU YET: docs/deepspeed.md, "On a GPU node", says what is known and what is not.
+# The online path has not run on a GPU; the offline one has, on an H200 through tools/gpu_h200.sh
+# (docs/deepspeed.md, "Measured on an H200").
 set -euo pipefail
-help_lines='2,18p'
+help_lines='2,19p'
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

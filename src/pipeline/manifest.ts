@@ -65,6 +65,11 @@ export interface Manifest {
   environment?: EnvironmentFacts;
   /** Phases run as Slurm jobs: the cluster each ran on, by phase. */
   clusters?: Record<string, ClusterRecord>;
+  /**
+   * Phases run offline and imported (`--import`): the machine they ran on (GPU, CUDA, torch,
+   * DeepSpeed), as the bundle's `offline_environment.json` tells it.
+   */
+  ran_offline?: Record<string, unknown>;
 }
 
 async function git(args: string[]): Promise<string | null> {

@@ -75,6 +75,8 @@ export interface ImportResult {
   notes: string[];
   /** Warnings the run's report carries (`checkpoint-not-returned`). */
   warnings: Diagnostic[];
+  /** The machine the phases ran on, as the bundle's `offline_environment.json` tells it. */
+  ranOn?: OfflineEnvironment;
 }
 
 /** Diagnostic code of a checkpoint written offline whose bytes did not come back. */
@@ -84,7 +86,7 @@ export const CHECKPOINT_NOT_RETURNED = "checkpoint-not-returned";
 export const RAN_OFFLINE = "ran-offline";
 
 /** What offline_phases.py found about the target (`offline_environment.json`). */
-interface OfflineEnvironment {
+export interface OfflineEnvironment {
   host?: string;
   python?: string;
   torch?: string | null;
@@ -162,10 +164,11 @@ export async function importBundle(exp: Experiment, options: ImportOptions): Pro
     notes.push(...told.notes);
     warnings.push(...told.warnings);
   }
-  warnings.unshift(...await whereItRan(options.bundleDir, runDir));
+  const ranOn = await whereItRan(options.bundleDir, runDir);
+  if (ranOn) warnings.unshift(ranOffline(ranOn));
   const tally = Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ") || "no phase ran";
   notes.unshift(`imported the offline bundle ${options.bundleDir} as run ${runDir}: ${tally}`);
-  return { runDir, notes, warnings };
+  return { runDir, notes, warnings, ranOn };
 }
 
 async function readOfflineResult(phaseDir: string): Promise<OfflineResult | undefined> {
@@ -178,17 +181,25 @@ async function readOfflineResult(phaseDir: string): Promise<OfflineResult | unde
 }
 
 /**
- * The info diagnostic naming the machine the phases ran on (the run's manifest describes this
- * one), from the bundle's `offline_environment.json`, which is kept in the imported run folder.
+ * The machine the phases ran on, from the bundle's `offline_environment.json`, which is kept in
+ * the imported run folder; undefined when the bundle has none.
  */
-async function whereItRan(bundleDir: string, runDir: string): Promise<Diagnostic[]> {
+async function whereItRan(
+  bundleDir: string,
+  runDir: string,
+): Promise<OfflineEnvironment | undefined> {
   let facts: OfflineEnvironment;
   try {
     facts = JSON.parse(await Deno.readTextFile(join(bundleDir, OFFLINE_ENVIRONMENT_FILE)));
   } catch {
-    return [];
+    return undefined;
   }
   await writeJsonAtomic(join(runDir, OFFLINE_ENVIRONMENT_FILE), facts);
+  return facts;
+}
+
+/** The info diagnostic naming the machine the phases ran on (the manifest's `ran_offline`). */
+function ranOffline(facts: OfflineEnvironment): Diagnostic {
   // Only what the target could tell: a bundle without Python phases probes no interpreter.
   const known = [
     facts.python && `python ${facts.python}`,
@@ -200,13 +211,13 @@ async function whereItRan(bundleDir: string, runDir: string): Promise<Diagnostic
       ? `${facts.gpus.length} GPU(s): ${[...new Set(facts.gpus)].join(", ")}`
       : "no GPU"),
   ].filter(Boolean);
-  return [{
+  return {
     level: "info",
     code: RAN_OFFLINE,
     message: `the phases ran offline on ${facts.host ?? "an unnamed host"}` +
-      (known.length ? ` (${known.join(", ")})` : "") + "; the manifest describes the machine " +
-      `that judged them, ${OFFLINE_ENVIRONMENT_FILE} in ${runDir} the one that ran them`,
-  }];
+      (known.length ? ` (${known.join(", ")})` : "") + "; the manifest's `environment` " +
+      "describes the machine that judged them, its `ran_offline` the one that ran them",
+  };
 }
 
 /** The phase.json of an imported phase, as launchPhase writes it; notes on what did not come back. */

@@ -179,6 +179,7 @@ async function runLocked(
   const hashes: Record<string, string> = {};
   const { manifest, gitKnown } = newManifest(options.experimentFile, hashes, unknownGit.promise);
   manifest.base_dir = options.baseDir;
+  if (imported?.ranOn) manifest.ran_offline = { ...imported.ranOn };
   const keys = await keysReady;
   const states = new Map<string, PhaseState>(plan.phases.map((spec) => [spec.name, {
     spec,
