@@ -35,7 +35,7 @@ export type ProgramKind = "trainer" | "converter" | "planner";
 
 /** Fixed placeholder names per program; `args.<key>` and `env.<NAME>` come on top. */
 export const PLACEHOLDERS: Readonly<Record<ProgramKind, readonly string[]>> = {
-  trainer: COMMON_PLACEHOLDERS,
+  trainer: [...COMMON_PLACEHOLDERS, "output_dir"],
   converter: [...COMMON_PLACEHOLDERS, "native", "universal"],
   planner: [...COMMON_PLACEHOLDERS, "source_checkpoint", "target", "policy", "plan_out"],
 };

@@ -110,3 +110,14 @@ Deno.test("checkTemplate() accepts ${args.x?} that no phase sets, but not a miss
   equal(checkTemplate("${stepz?}", scope), "unknown placeholder ${stepz} (did you mean ${steps}?)");
   deepEqual(interpolateArg("${args.hf_extra?}", { "args.world_size": "2" }), []);
 });
+
+Deno.test("checkTemplate(): ${output_dir} is the trainer's only", () => {
+  equal(
+    checkTemplate("--output_dir=${output_dir}", { names: PLACEHOLDERS.trainer, argKeys: [] }),
+    undefined,
+  );
+  equal(
+    checkTemplate("${output_dir}", { names: PLACEHOLDERS.converter, argKeys: [] }),
+    "unknown placeholder ${output_dir} here (only the trainer has it)",
+  );
+});
