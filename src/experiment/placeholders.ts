@@ -28,6 +28,8 @@ export const COMMON_PLACEHOLDERS = [
   "metrics_file",
   "run_dir",
   "experiment",
+  "venv",
+  "python",
 ] as const;
 
 /** Which program a template belongs to. */

@@ -300,6 +300,17 @@ function phaseVars(
   return vars;
 }
 
+/**
+ * `${venv}` and `${python}` of a phase: the merged `args.venv` (relative to the experiment file's
+ * folder, or absolute) and its `bin/python`; without one, empty and `python3` from `PATH`.
+ */
+function venvVars(args: TrainerArgs, baseDir: string): { venv: string; python: string } {
+  const named = args.venv;
+  if (typeof named !== "string" || named === "") return { venv: "", python: "python3" };
+  const venv = resolve(baseDir, named);
+  return { venv, python: join(venv, "bin", "python") };
+}
+
 /** The `PARITY_*` variables of the trainer contract. */
 function parityEnv(vars: Record<string, string>): Record<string, string> {
   return {
@@ -330,6 +341,7 @@ function compilePhase(
   if (!entry) throw new Error(`internal: phase ${node.name} has no program (invalid experiment)`);
   const preset = presetNamed(entry.preset);
   const vars = phaseVars(exp, node, paths, ctx.harnessEnv);
+  Object.assign(vars, venvVars(node.args, ctx.baseDir));
   // Only a launcher preset's trainer starts a launcher (one per node); its converter and planner
   // are single processes that must not run once per node.
   const executor = resolveExecutor(

@@ -389,3 +389,28 @@ Deno.test("resolvePlan(): ${output_dir} is each trainer phase's own folder; the 
     "--resume_from_checkpoint=<resume_from>",
   ]);
 });
+
+Deno.test("resolvePlan(): ${python} runs a command program under args.venv, per resume too", () => {
+  const all = specs(experiment({
+    trainer: { command: ["${python}", "train.py", "--venv=${venv}"], args: { venv: ".venv-a" } },
+    converter: { command: ["${python}", "convert.py"] },
+    resume: {
+      native: { from: "native" },
+      other: { from: "native", args: { venv: "/opt/venv-b" } },
+      universal: { from: "universal" },
+    },
+  }));
+  assert.deepEqual(all.get("split")!.argv, [
+    "/exp/.venv-a/bin/python",
+    "train.py",
+    "--venv=/exp/.venv-a",
+  ]);
+  assert.equal(all.get("resume-other")!.argv[0], "/opt/venv-b/bin/python");
+  assert.equal(all.get("convert")!.argv[0], "/exp/.venv-a/bin/python", "trainer.args reach it");
+  assert.equal(all.get("resume-other")!.lane?.lane, "exact", "a venv is no topology");
+  const plain = specs(experiment({
+    trainer: { command: ["${python}", "train.py", "--venv=${venv?}"] },
+    converter: { command: ["c"] },
+  }));
+  assert.deepEqual(plain.get("baseline")!.argv, ["python3", "train.py"], "python3 without one");
+});
