@@ -315,3 +315,29 @@ Deno.test("renderMarkdown() shows identical divergences once, naming the other p
     await Deno.remove(tmp, { recursive: true });
   }
 });
+
+Deno.test("renderMarkdown() never counts the split's save check as a resume without digests", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_md_" });
+  try {
+    const { runDir } = await makeFixtureRun(tmp, { verdict: "FAIL" });
+    const path = join(runDir, "summary.json");
+    const summary = JSON.parse(await Deno.readTextFile(path));
+    summary.state_checks.push({
+      phase: "split",
+      check: "save",
+      verdict: "N/A",
+      available: false,
+      differing: [],
+    });
+    await Deno.writeTextFile(path, JSON.stringify(summary));
+    await renderRun(runDir);
+    const md = await Deno.readTextFile(join(runDir, "report.md"));
+    assert.match(
+      md,
+      /_1 resume and the save check \(split vs the baseline at the save step\) had no digests\._/,
+    );
+    assert.doesNotMatch(md, /2 resumes emitted no digests/);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
