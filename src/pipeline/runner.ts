@@ -235,6 +235,7 @@ async function runLocked(
       started,
       interrupted,
       gitCommit: manifest.git.commit,
+      config: hashes["experiment.resolved.yaml"]?.slice(0, CONFIG_HEX),
       golden: plan.judge.golden
         ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
         : undefined,
@@ -369,6 +370,9 @@ async function schedulePhases(
   return interrupted;
 }
 
+/** Hex digits of `experiment.resolved.yaml`'s SHA-256 that name a run's configuration. */
+const CONFIG_HEX = 16;
+
 /** A run's summary, the evidence it was judged on and its `losses.csv`. */
 interface JudgedRun {
   /** What summary.json says (before redaction). */
@@ -388,6 +392,7 @@ async function summarizeRun(
     started: Date;
     interrupted: ReturnType<typeof interruption>;
     gitCommit: string | null;
+    config?: string;
     golden?: { facts: EnvironmentFacts; goldensDir: string };
   },
 ): Promise<JudgedRun> {
@@ -416,6 +421,7 @@ async function summarizeRun(
     noise_floor: judgement.noise_floor,
     diagnostics: judgement.diagnostics,
     git_commit: run.gitCommit,
+    ...(run.config ? { config: run.config } : {}),
     ...(evidence.evidence.golden ? { golden: evidence.evidence.golden.summary } : {}),
     findings: judgement.findings,
     judge: judgeSettings(plan.judge),

@@ -333,7 +333,9 @@ function sections(
   // The root-cause card first: what happened and what to try, before any table.
   out.push(..._cardSections(run));
   const previous = run.previous
-    ? ` · last run ${mdText(run.previous.run_id)}: ${mdText(run.previous.verdict)}`
+    ? ` · last run of this configuration ${mdText(run.previous.run_id)}: ${
+      mdText(run.previous.verdict)
+    }`
     : "";
   out.push({ text: mdText(headline(run)) + previous });
   out.push(stateSection(run, resolve));

@@ -209,7 +209,7 @@ Deno.test("renderMarkdown() compares each comparison with the experiment's last 
     assert.equal(rows.find((r) => r[0] === "baseline\\~resume-universal")![column], "was PASS");
     assert.match(
       md.split("\n").find((l) => l.startsWith("2 comparisons") || /comparisons,/.test(l))!,
-      /last run 20261128T101500Z-aa: PASS/,
+      /last run of this configuration 20261128T101500Z-aa: PASS/,
     );
   } finally {
     await Deno.remove(tmp, { recursive: true });
