@@ -55,6 +55,12 @@ import { EXIT_CODES, type JudgeSettings, type RunSummary } from "../types/summar
 export interface RunOptions {
   /** Results root (`results/` by default). */
   resultsDir: string;
+  /**
+   * The results folder as the user gave it (`--results`): run folders are shown under it, so an
+   * absolute one stays absolute and a relative one relative. Absent: relative to the working
+   * folder.
+   */
+  resultsShown?: string;
   /** Folder that relative paths in the experiment resolve against. */
   baseDir: string;
   /** The experiment file, for the manifest. */
@@ -84,6 +90,19 @@ export interface RunOptions {
   noLaunch?: boolean;
   /** An offline bundle to import as an earlier run first (`--import`; implies `noLaunch`). */
   importBundle?: string;
+}
+
+/**
+ * A path inside the results folder as the console shows it: under the results folder as the user
+ * gave it (`/abs/results/x/run` for `--results /abs/results`, `results/x/run` for the default),
+ * never a `../..` path relative to the working folder.
+ */
+export function shownPath(
+  options: Pick<RunOptions, "resultsDir" | "resultsShown">,
+  path: string,
+): string {
+  if (options.resultsShown === undefined) return relative(Deno.cwd(), path) || path;
+  return join(options.resultsShown, relative(options.resultsDir, path));
 }
 
 /** Outcome of one experiment run. */
@@ -201,7 +220,11 @@ async function runLocked(
     gate: new LaunchGate(),
     noLaunch,
   };
-  progress.runStart(exp.name, runDir, noLaunch ? plan.phases.length : selected.size);
+  progress.runStart(
+    exp.name,
+    shownPath(options, runDir),
+    noLaunch ? plan.phases.length : selected.size,
+  );
   for (const warning of plan.warnings) progress.note(`${warning.level}: ${warning.message}`);
   // What only records the run (the redacted experiment, input hashes, git, python, nvidia-smi) is
   // written and probed once the first children run, not before them.
@@ -553,7 +576,7 @@ async function publishRun(
     plan.experiment,
     summary.verdict,
     summary.wall_s,
-    relative(Deno.cwd(), runDir) || runDir,
+    shownPath(options, runDir),
     runCard(summary),
   );
   return summary;
