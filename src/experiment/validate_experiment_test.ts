@@ -250,3 +250,14 @@ Deno.test("validateExperiment() coerces --set by field type: env strings, free a
   equal(exp.trainer.args?.ds, "0185");
   equal(exp.trainer.args?.n, 3);
 });
+
+Deno.test("validateExperiment(): ${args.x?} that no phase defines is valid; without ? it is not", () => {
+  const raw = commandRaw() as Loose;
+  raw.trainer.command.push("${args.hf_extra?}");
+  raw.resume.universal.env = { EXTRA: "${args.hf_extra?}" };
+  deepEqual(errorLines(raw), []);
+  raw.trainer.command.push("${args.hf_extra}");
+  deepEqual(errorLines(raw), [
+    "trainer.command[7]: unknown placeholder ${args.hf_extra}: no argument hf_extra in the merged args",
+  ]);
+});
