@@ -118,3 +118,42 @@ Deno.test("parity plan expands the GPU seed experiment into torchrun, offload an
   const convert = preview.phases.find((p) => p.name === "convert")!;
   assert.ok(convert.argv.includes("deepspeed.checkpoint.ds_to_universal"));
 });
+
+Deno.test("parity plan lists the variables a cache key leaves out; a tokenizer setting is keyed and shown", async () => {
+  const results = await Deno.makeTempDir({ prefix: "parity-plan-" });
+  try {
+    const sets = [
+      "--set",
+      "trainer.env.TOKENIZERS_PARALLELISM=false",
+      "--set",
+      "trainer.env.HF_TOKEN=${env.HF_TOKEN}",
+    ];
+    const env = { HF_TOKEN: `hf_${"Q".repeat(34)}` };
+    const text = await runCli(["plan", QUICKSTART, "--results", results, ...sets], env);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /env TOKENIZERS_PARALLELISM=false\n/);
+    assert.match(text.stdout, /env HF_TOKEN='?<redacted>'?\n/);
+    assert.match(text.stdout, /not in the cache key: HF_TOKEN \(secret-named: /);
+    assert.doesNotMatch(text.stdout, /not in the cache key: TOKENIZERS_PARALLELISM/);
+    assert.ok(!text.stdout.includes(env.HF_TOKEN), "the secret itself is never printed");
+    const json = await runCli(["plan", QUICKSTART, "--results", results, "--json", ...sets], env);
+    const preview = JSON.parse(json.stdout) as PlanPreview;
+    for (const phase of preview.phases.filter((p) => p.role !== "plan" && p.role !== "convert")) {
+      assert.deepEqual(phase.key_left_out.map((v) => v.name), ["HF_TOKEN"], phase.name);
+    }
+    // TOKENIZERS_PARALLELISM is in the key: true and false are different keys.
+    const flipped = await runCli([
+      "plan",
+      QUICKSTART,
+      "--results",
+      results,
+      "--json",
+      "--set",
+      "trainer.env.TOKENIZERS_PARALLELISM=true",
+    ]);
+    const baseline = (p: PlanPreview) => p.phases.find((x) => x.name === "baseline")!.cache_key;
+    assert.notEqual(baseline(JSON.parse(flipped.stdout)), baseline(preview));
+  } finally {
+    await Deno.remove(results, { recursive: true });
+  }
+});

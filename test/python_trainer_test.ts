@@ -112,3 +112,31 @@ Deno.test("a relative trainer path resolves against the experiment file; no mark
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("${python} runs the example under trainer.args.venv (a real venv, issue 34)", async () => {
+  const results = await Deno.makeTempDir({ prefix: "parity_py_venv_" });
+  try {
+    const venv = join(results, "venv-x");
+    const made = await new Deno.Command("python3", { args: ["-m", "venv", "--without-pip", venv] })
+      .output();
+    assert.equal(made.code, 0, new TextDecoder().decode(made.stderr));
+    const run = await runCli([
+      "run",
+      FILE,
+      "--results",
+      results,
+      "--set",
+      "trainer.command[0]=${python}",
+      "--set",
+      `trainer.args.venv=${venv}`,
+    ]);
+    assert.equal(run.code, 0, run.stderr);
+    const runDir = await Deno.realPath(join(results, "python-trainer", "latest"));
+    const manifest = JSON.parse(await Deno.readTextFile(join(runDir, "manifest.json")));
+    for (const child of manifest.children) {
+      assert.equal(child.argv[0], join(venv, "bin", "python"), child.phase);
+    }
+  } finally {
+    await Deno.remove(results, { recursive: true });
+  }
+});

@@ -15,6 +15,7 @@ const SECRETS = {
   tokenShape: `ghp_${"P".repeat(36)}`,
   resumeEnv: "planted-resume-env-0005",
   argv: "planted-argv-0006",
+  hfFlag: "planted-hf-flag-0007",
 };
 
 async function harnessFiles(dir: string): Promise<string[]> {
@@ -40,6 +41,8 @@ Deno.test("secrets: no planted secret reaches a file the harness writes", async 
         command: [
           ...denoCommand("echo_trainer.ts", "secrets-marker"),
           `--api-token=${SECRETS.argv}`,
+          `--hf_token=${SECRETS.hfFlag}`,
+          "--tokenizer_name=visible-tokenizer-0008",
         ],
         timeout: 120,
         env: {
@@ -47,6 +50,7 @@ Deno.test("secrets: no planted secret reaches a file the harness writes", async 
           INNOCENT: "${env.MY_DB_PASSWORD}",
           DB_URL: `postgres://user:${SECRETS.urlPassword}@db:5432/x`,
           NOTE: SECRETS.tokenShape,
+          TOKENIZERS_PARALLELISM: "false",
         },
       },
       resume: { native: { from: "native", env: { AWS_SECRET_ACCESS_KEY: SECRETS.resumeEnv } } },
@@ -75,6 +79,14 @@ Deno.test("secrets: no planted secret reaches a file the harness writes", async 
     );
     assert.match(manifest, /"HF_TOKEN": "<redacted>"/);
     assert.match(manifest, /postgres:\/\/user:<redacted>@db:5432\/x/);
+    // Names that only contain TOKEN inside a longer word are no secrets (issue 34).
+    assert.match(manifest, /"TOKENIZERS_PARALLELISM": "false"/);
+    assert.match(manifest, /"--tokenizer_name=visible-tokenizer-0008"/);
+    const resolved = await Deno.readTextFile(
+      join(results, "secrets", "latest", "experiment.resolved.yaml"),
+    );
+    assert.match(resolved, /TOKENIZERS_PARALLELISM: "?false"?/);
+    assert.match(resolved, /--tokenizer_name=visible-tokenizer-0008/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -19,7 +19,7 @@ import type { Experiment } from "../experiment/mod.ts";
 import { consoleProgress } from "../pipeline/console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { checkResultsFolder } from "../pipeline/results_folder.ts";
-import { runExperiment, type RunResult } from "../pipeline/runner.ts";
+import { runExperiment, type RunResult, shownPath } from "../pipeline/runner.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { worstVerdict } from "../types/summary.ts";
 import { installSignalHandlers } from "../process/mod.ts";
@@ -226,6 +226,7 @@ async function runLoaded(
       results.push(
         await runExperiment(experiment, {
           resultsDir: resolve(options.results),
+          resultsShown: options.results,
           baseDir: dirname(resolve(file)),
           experimentFile: resolve(file),
           only: options.only,
@@ -256,7 +257,8 @@ async function runLoaded(
       })),
       { imageBaseUrl: options.imageBaseUrl || undefined },
     );
-    console.log(`suite index: ${index}`);
+    const shown = { resultsDir: resolve(options.results), resultsShown: options.results };
+    console.log(`suite index: ${shownPath(shown, index)}`);
   }
   return EXIT_CODES[worstVerdict(results.map((r) => r.summary.verdict))];
 }

@@ -98,3 +98,32 @@ export function unionOptions(schema: z.ZodType): z.ZodType[] | undefined {
   const def = defOf(unwrapSchema(schema));
   return def.type === "union" ? def.options : undefined;
 }
+
+/**
+ * What a `--set` value at `path` is coerced by: `string` when every schema there is a string
+ * (`trainer.env.X`, `trainer.args.fault`, `description`), `free` when one is the free-form scalar
+ * of an `args` map (a union of string, number and boolean with no declared key), `typed` for any
+ * other field, `unknown` when the path is not part of the schema.
+ */
+export function scalarKindAt(
+  root: z.ZodType,
+  path: readonly (string | number)[],
+): "string" | "free" | "typed" | "unknown" {
+  const schemas = schemasAt(root, path);
+  if (schemas.length === 0) return "unknown";
+  const kinds = new Set(schemas.map(scalarKind));
+  if (kinds.size === 1 && kinds.has("string")) return "string";
+  if (!kinds.has("typed")) return "free";
+  return "typed";
+}
+
+function scalarKind(schema: z.ZodType): "string" | "free" | "typed" {
+  const def = defOf(unwrapSchema(schema));
+  if (def.type === "string") return "string";
+  if (def.type !== "union") return "typed";
+  const types = new Set(
+    (def.options as z.ZodType[]).map((option) => defOf(unwrapSchema(option)).type as string),
+  );
+  const primitive = [...types].every((t) => t === "string" || t === "number" || t === "boolean");
+  return primitive && types.has("string") && types.size > 1 ? "free" : "typed";
+}

@@ -1,14 +1,20 @@
 /**
- * `--set KEY.PATH=VALUE` overrides. The value is parsed as a YAML scalar or flow collection
- * (`60`, `skip-rng-restore`, `{version: 1, ...}`, `[1, 2]`); `null`, `~` or an empty value removes
- * the key. Paths use dots and `[i]` for list items (`trainer.command[2]=--fast`); under `matrix.`
- * the rest of the path is one key (`matrix.trainer.args.zero_stage=[2, 3]`).
+ * `--set KEY.PATH=VALUE` overrides. The value is coerced by the type of the field it sets
+ * (docs/experiment-files.md, "`--set` overrides"): into a string field the text as given
+ * (`trainer.env.X=false` is `"false"`, `0185` stays `"0185"`); into a free-form `args` key a YAML
+ * number or boolean only when it writes back as the same text (`2`, `true`), else the text as
+ * given (`0185`, `1e-3`, `1.0`); anywhere else a YAML scalar or flow collection (`60`,
+ * `{version: 1, ...}`, `[1, 2]`). `null`, `~` or an empty value removes the key. Paths use dots
+ * and `[i]` for list items (`trainer.command[2]=--fast`); under `matrix.` the rest of the path is
+ * one key (`matrix.trainer.args.zero_stage=[2, 3]`).
  *
  * @module
  */
 
+import type { z } from "zod";
 import { isMap, isSeq, parseDocument } from "yaml";
 import { describeValue, formatPath, isRecord } from "./_path.ts";
+import { scalarKindAt } from "./_schema_walk.ts";
 import { UsageError } from "./validation_errors.ts";
 
 /** One parsed `--set`. */
@@ -51,7 +57,9 @@ export function parseKeyPath(key: string): (string | number)[] {
 }
 
 /**
- * Parses one `--set KEY.PATH=VALUE` argument.
+ * Parses one `--set KEY.PATH=VALUE` argument. With `schema` (the experiment schema) the value is
+ * coerced by the type of the field at the path (see the module documentation); without it, it is
+ * parsed as YAML.
  *
  * @throws {UsageError} naming the argument when it is malformed.
  * @example
@@ -59,7 +67,7 @@ export function parseKeyPath(key: string): (string | number)[] {
  * parseSetArgument("schedule.steps=60"); // { path: ["schedule", "steps"], value: 60, ... }
  * ```
  */
-export function parseSetArgument(text: string): SetOverride {
+export function parseSetArgument(text: string, schema?: z.ZodType): SetOverride {
   const equals = text.indexOf("=");
   if (equals < 0) throw new UsageError(`--set ${text}: expected KEY.PATH=VALUE`);
   const key = text.slice(0, equals).trim();
@@ -69,7 +77,42 @@ export function parseSetArgument(text: string): SetOverride {
   } catch (error) {
     throw new UsageError(`--set ${text}: ${(error as Error).message}`);
   }
-  return { text, path, value: parseSetValue(text, text.slice(equals + 1)) };
+  const source = text.slice(equals + 1);
+  const kind = schema && path[0] !== "matrix" ? scalarKindAt(schema, path) : "unknown";
+  const value = kind === "string"
+    ? stringSetValue(text, source)
+    : kind === "free"
+    ? freeSetValue(text, source)
+    : parseSetValue(text, source);
+  return { text, path, value };
+}
+
+/** Words YAML reads as null: they remove the key in every field. */
+const NULL_WORD = /^(?:null|Null|NULL|~)$/;
+
+/** A string field: the text as given (trimmed); a quoted YAML string is unquoted. */
+function stringSetValue(text: string, source: string): unknown {
+  const trimmed = source.trim();
+  if (trimmed === "" || NULL_WORD.test(trimmed)) return undefined;
+  if (/^["']/.test(trimmed)) {
+    const value = parseSetValue(text, source);
+    if (typeof value === "string") return value;
+  }
+  return trimmed;
+}
+
+/**
+ * A free-form `args` key: YAML's value, unless YAML turns the text into a number or boolean that
+ * writes back differently (`0185` → 185, `1e-3` → 0.001, `True` → true): then the text as given.
+ */
+function freeSetValue(text: string, source: string): unknown {
+  const value = parseSetValue(text, source);
+  if (
+    (typeof value === "number" || typeof value === "boolean") && String(value) !== source.trim()
+  ) {
+    return source.trim();
+  }
+  return value;
 }
 
 function parseSetValue(text: string, source: string): unknown {

@@ -1,9 +1,10 @@
 import { deepEqual, throws } from "node:assert/strict";
 import { UsageError } from "./validation_errors.ts";
 import { applySets, parseKeyPath, parseSetArgument } from "./overrides.ts";
+import { ExperimentObjectSchema } from "./schema.ts";
 
 const apply = (raw: Record<string, unknown>, ...sets: string[]) =>
-  applySets(raw, sets.map(parseSetArgument));
+  applySets(raw, sets.map((set) => parseSetArgument(set)));
 
 Deno.test("parseSetArgument() parses values as YAML scalars and flow collections", () => {
   deepEqual(parseSetArgument("schedule.steps=60").value, 60);
@@ -102,4 +103,34 @@ Deno.test("applySets() refuses paths through values that are not mappings", () =
   ) {
     throws(() => apply(raw, set), (e: Error) => e instanceof UsageError && pattern.test(e.message));
   }
+});
+
+Deno.test("parseSetArgument() with the schema coerces by the target field's type", () => {
+  const set = (text: string) => parseSetArgument(text, ExperimentObjectSchema).value;
+  // A string field keeps the text as given: no "expected a string" for false, no 0185 → 185.
+  deepEqual(set("trainer.env.TOKENIZERS_PARALLELISM=false"), "false");
+  deepEqual(set("trainer.env.OMP_NUM_THREADS=1"), "1");
+  deepEqual(set("resume.native.env.X=0185"), "0185");
+  deepEqual(set("trainer.args.fault=0185"), "0185");
+  deepEqual(set("description=[WIP] a: b"), "[WIP] a: b");
+  deepEqual(set("trainer.command[2]=--lr=1e-3"), "--lr=1e-3");
+  deepEqual(set('trainer.env.X="quoted"'), "quoted", "a quoted YAML string is unquoted");
+  deepEqual(set("trainer.env.X=null"), undefined, "null still removes");
+  deepEqual(set("trainer.env.X="), undefined);
+  // A free-form args key: YAML's number or boolean only when it writes back as typed.
+  deepEqual(set("trainer.args.ds=0185"), "0185");
+  deepEqual(set("trainer.args.lr=1e-3"), "1e-3");
+  deepEqual(set("trainer.args.scale=1.0"), "1.0");
+  deepEqual(set("trainer.args.flag=True"), "True");
+  deepEqual(set("trainer.args.n=2"), 2);
+  deepEqual(set("trainer.args.on=false"), false);
+  deepEqual(set("resume.x.args.name=gpt2"), "gpt2");
+  deepEqual(set("trainer.args.x=null"), undefined);
+  // A typed field keeps YAML's parsing, so the schema judges it as before.
+  deepEqual(set("schedule.steps=60"), 60);
+  deepEqual(set("trainer.args.world_size=04"), 4);
+  deepEqual(set("tolerance.rtol=1e-4"), 1e-4);
+  deepEqual(set("trainer.env={A: 1}"), { A: 1 });
+  deepEqual(set("matrix.trainer.args.ds=[01, 2]"), [1, 2], "matrix values stay YAML");
+  deepEqual(set("nosuchkey=0185"), 185, "an unknown path is YAML (the schema refuses it)");
 });

@@ -28,6 +28,8 @@ export const COMMON_PLACEHOLDERS = [
   "metrics_file",
   "run_dir",
   "experiment",
+  "venv",
+  "python",
 ] as const;
 
 /** Which program a template belongs to. */
@@ -35,7 +37,7 @@ export type ProgramKind = "trainer" | "converter" | "planner";
 
 /** Fixed placeholder names per program; `args.<key>` and `env.<NAME>` come on top. */
 export const PLACEHOLDERS: Readonly<Record<ProgramKind, readonly string[]>> = {
-  trainer: COMMON_PLACEHOLDERS,
+  trainer: [...COMMON_PLACEHOLDERS, "output_dir"],
   converter: [...COMMON_PLACEHOLDERS, "native", "universal"],
   planner: [...COMMON_PLACEHOLDERS, "source_checkpoint", "target", "policy", "plan_out"],
 };
@@ -166,7 +168,9 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
  * Checks one template against a scope; returns the problem (`unknown placeholder ${stepz} (did
- * you mean ${steps}?)`) or undefined.
+ * you mean ${steps}?)`) or undefined. An optional `${args.<key>?}` whose key no phase sets is
+ * accepted (it expands to nothing) unless it is a likely misspelling of a key that is set; an
+ * optional fixed name (`${stepz?}`) is still an error, since no phase ever defines it.
  */
 export function checkTemplate(template: string, scope: PlaceholderScope): string | undefined {
   let parts: TemplatePart[];
@@ -187,7 +191,10 @@ export function checkTemplate(template: string, scope: PlaceholderScope): string
       return `invalid environment variable name in \${${name}}`;
     }
     if (name.startsWith("args.")) {
-      const hint = didYouMean(name, known, (s) => `\${${s}}`);
+      const hint = didYouMean(name, [...known, ...optional], (s) => `\${${s}}`);
+      // `${args.x?}` that no phase sets is simply empty everywhere; one a letter or two away
+      // from a key that exists is a typo, and says so.
+      if (part.optional && hint === "") continue;
       return `unknown placeholder \${${name}}: no argument ${
         name.slice(5)
       } in the merged args${hint}`;

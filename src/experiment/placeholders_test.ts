@@ -90,3 +90,34 @@ Deno.test("checkTemplate() accepts an optional placeholder for an argument only 
   equal(checkTemplate("--noise=${args.noise}", scope)?.includes("no argument noise"), true);
   equal(checkTemplate("${args.nosie?}", scope)?.includes("unknown placeholder"), true);
 });
+
+Deno.test("checkTemplate() accepts ${args.x?} that no phase sets, but not a misspelling", () => {
+  const scope = { names: PLACEHOLDERS.trainer, argKeys: ["world_size"], optionalArgKeys: [] };
+  // Nothing defines hf_extra: optional, so empty everywhere (issue 34).
+  equal(checkTemplate("${args.hf_extra?}", scope), undefined);
+  // Without `?` it is still an error.
+  equal(
+    checkTemplate("${args.hf_extra}", scope),
+    "unknown placeholder ${args.hf_extra}: no argument hf_extra in the merged args",
+  );
+  // A likely typo of a key that exists is an error even with `?`.
+  equal(
+    checkTemplate("${args.world_sise?}", scope),
+    "unknown placeholder ${args.world_sise}: no argument world_sise in the merged args" +
+      " (did you mean ${args.world_size}?)",
+  );
+  // A fixed name with `?` can never be defined: still an error.
+  equal(checkTemplate("${stepz?}", scope), "unknown placeholder ${stepz} (did you mean ${steps}?)");
+  deepEqual(interpolateArg("${args.hf_extra?}", { "args.world_size": "2" }), []);
+});
+
+Deno.test("checkTemplate(): ${output_dir} is the trainer's only", () => {
+  equal(
+    checkTemplate("--output_dir=${output_dir}", { names: PLACEHOLDERS.trainer, argKeys: [] }),
+    undefined,
+  );
+  equal(
+    checkTemplate("${output_dir}", { names: PLACEHOLDERS.converter, argKeys: [] }),
+    "unknown placeholder ${output_dir} here (only the trainer has it)",
+  );
+});

@@ -46,6 +46,7 @@ export const DEFAULT_TOPOLOGY_ARGS: readonly string[] = [
 /** Placeholder values that are paths: replaced by tokens in the cache's view of a command. */
 const PATH_VARS = [
   "checkpoint_dir",
+  "output_dir",
   "resume_from",
   "plan",
   "metrics_file",
@@ -216,8 +217,10 @@ function phasePaths(
 ): PhasePaths {
   const dir = join(runDir, "phases", node.name);
   const paths: PhasePaths = { dir, metricsFile: join(dir, "metrics.jsonl") };
-  const splitRoot = join(runDir, "phases", "split", "checkpoints");
+  // One folder name: the split saves into its own output folder, which the resumes load from.
+  const splitRoot = outputFolder(join(runDir, "phases", "split"));
   const splitTag = join(splitRoot, tag);
+  if (node.tool === "trainer") paths.outputDir = outputFolder(dir);
   if (node.role === "split") {
     paths.checkpointDir = splitRoot;
     paths.checkpointTag = splitTag;
@@ -252,6 +255,11 @@ function phasePaths(
   return paths;
 }
 
+/** A trainer phase's own output (checkpoint) folder inside its phase folder: `${output_dir}`. */
+function outputFolder(phaseDir: string): string {
+  return join(phaseDir, "checkpoints");
+}
+
 /** The trainer-contract placeholder values of a phase (README, "The trainer contract"). */
 function phaseVars(
   exp: Experiment,
@@ -271,6 +279,7 @@ function phaseVars(
     lr_scale: node.calibration ? String(1 + node.calibration.lr_error) : "",
     seed: String(exp.seed),
     checkpoint_dir: paths.checkpointDir ?? "",
+    output_dir: paths.outputDir ?? "",
     resume_from: paths.resumeFrom ?? "",
     resume_kind: node.resumeKind ?? "",
     plan: paths.plan ?? "",
@@ -289,6 +298,17 @@ function phaseVars(
   }
   for (const [k, v] of Object.entries(harnessEnv)) vars[`env.${k}`] = v;
   return vars;
+}
+
+/**
+ * `${venv}` and `${python}` of a phase: the merged `args.venv` (relative to the experiment file's
+ * folder, or absolute) and its `bin/python`; without one, empty and `python3` from `PATH`.
+ */
+function venvVars(args: TrainerArgs, baseDir: string): { venv: string; python: string } {
+  const named = args.venv;
+  if (typeof named !== "string" || named === "") return { venv: "", python: "python3" };
+  const venv = resolve(baseDir, named);
+  return { venv, python: join(venv, "bin", "python") };
 }
 
 /** The `PARITY_*` variables of the trainer contract. */
@@ -321,6 +341,7 @@ function compilePhase(
   if (!entry) throw new Error(`internal: phase ${node.name} has no program (invalid experiment)`);
   const preset = presetNamed(entry.preset);
   const vars = phaseVars(exp, node, paths, ctx.harnessEnv);
+  Object.assign(vars, venvVars(node.args, ctx.baseDir));
   // Only a launcher preset's trainer starts a launcher (one per node); its converter and planner
   // are single processes that must not run once per node.
   const executor = resolveExecutor(

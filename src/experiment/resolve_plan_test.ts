@@ -361,3 +361,56 @@ Deno.test("resolvePlan() adds a calibration resume per LR error, last, with its 
   assert.ok(!resume.argv.includes("--lr-scale-on-resume"));
   assert.equal(resume.env.PARITY_LR_SCALE, "");
 });
+
+Deno.test("resolvePlan(): ${output_dir} is each trainer phase's own folder; the split's is where resumes load", () => {
+  const all = specs(experiment({
+    trainer: {
+      command: ["hf", "--output_dir=${output_dir}", "--resume_from_checkpoint=${resume_from?}"],
+      checkpoint_tag: "checkpoint-${save_at}",
+    },
+    converter: { command: ["c", "${native}", "${universal}"] },
+  }));
+  const split = all.get("split")!;
+  const native = all.get("resume-native")!;
+  assert.deepEqual(split.argv, ["hf", "--output_dir=/r/phases/split/checkpoints"]);
+  assert.equal(split.paths.outputDir, split.paths.checkpointDir, "the split saves in its own");
+  assert.equal(split.paths.checkpointTag, "/r/phases/split/checkpoints/checkpoint-20");
+  assert.deepEqual(native.argv, [
+    "hf",
+    "--output_dir=/r/phases/resume-native/checkpoints",
+    "--resume_from_checkpoint=/r/phases/split/checkpoints/checkpoint-20",
+  ]);
+  assert.equal(native.paths.checkpointDir, split.paths.outputDir, "the resume loads the split's");
+  assert.equal(all.get("baseline")!.argv[1], "--output_dir=/r/phases/baseline/checkpoints");
+  assert.equal(all.get("convert")!.paths.outputDir, undefined, "trainer phases only");
+  // In the cache's view the folder is a token, so a key does not depend on the run folder.
+  assert.deepEqual(native.keyed.argv.slice(1), [
+    "--output_dir=<output_dir>",
+    "--resume_from_checkpoint=<resume_from>",
+  ]);
+});
+
+Deno.test("resolvePlan(): ${python} runs a command program under args.venv, per resume too", () => {
+  const all = specs(experiment({
+    trainer: { command: ["${python}", "train.py", "--venv=${venv}"], args: { venv: ".venv-a" } },
+    converter: { command: ["${python}", "convert.py"] },
+    resume: {
+      native: { from: "native" },
+      other: { from: "native", args: { venv: "/opt/venv-b" } },
+      universal: { from: "universal" },
+    },
+  }));
+  assert.deepEqual(all.get("split")!.argv, [
+    "/exp/.venv-a/bin/python",
+    "train.py",
+    "--venv=/exp/.venv-a",
+  ]);
+  assert.equal(all.get("resume-other")!.argv[0], "/opt/venv-b/bin/python");
+  assert.equal(all.get("convert")!.argv[0], "/exp/.venv-a/bin/python", "trainer.args reach it");
+  assert.equal(all.get("resume-other")!.lane?.lane, "exact", "a venv is no topology");
+  const plain = specs(experiment({
+    trainer: { command: ["${python}", "train.py", "--venv=${venv?}"] },
+    converter: { command: ["c"] },
+  }));
+  assert.deepEqual(plain.get("baseline")!.argv, ["python3", "train.py"], "python3 without one");
+});

@@ -60,7 +60,7 @@ export function validateExperiment(
   let overrides: SetOverride[];
   let data: Record<string, unknown>;
   try {
-    overrides = (options.sets ?? []).map(parseSetArgument);
+    overrides = (options.sets ?? []).map((set) => parseSetArgument(set, ExperimentObjectSchema));
     data = applySets(raw, overrides);
   } catch (error) {
     if (error instanceof UsageError) {

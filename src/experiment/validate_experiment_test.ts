@@ -239,3 +239,25 @@ Deno.test("validateExperiment() never throws on damaged files and always explain
     }
   }
 });
+
+Deno.test("validateExperiment() coerces --set by field type: env strings, free args text", () => {
+  const result = validateExperiment(commandRaw(), {
+    sets: ["trainer.env.TOKENIZERS_PARALLELISM=false", "trainer.args.ds=0185", "trainer.args.n=3"],
+  });
+  ok(result.ok, JSON.stringify(!result.ok && result.errors));
+  const [exp] = result.experiments;
+  equal(exp.trainer.env?.TOKENIZERS_PARALLELISM, "false");
+  equal(exp.trainer.args?.ds, "0185");
+  equal(exp.trainer.args?.n, 3);
+});
+
+Deno.test("validateExperiment(): ${args.x?} that no phase defines is valid; without ? it is not", () => {
+  const raw = commandRaw() as Loose;
+  raw.trainer.command.push("${args.hf_extra?}");
+  raw.resume.universal.env = { EXTRA: "${args.hf_extra?}" };
+  deepEqual(errorLines(raw), []);
+  raw.trainer.command.push("${args.hf_extra}");
+  deepEqual(errorLines(raw), [
+    "trainer.command[7]: unknown placeholder ${args.hf_extra}: no argument hf_extra in the merged args",
+  ]);
+});

@@ -80,6 +80,8 @@ export interface DivergenceFacts {
   crossTopology: (phase: string) => boolean;
   /** Some resume fails and none passes. */
   allFail: boolean;
+  /** Every failing comparison first fails at the same step (`first.step`). */
+  oneStep: boolean;
   /** `Every resume`, `The resume`, or how many of how many were judged. */
   every: string;
   /** State components whose restored digest differs. */
@@ -131,7 +133,7 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
     applies: (f) => f.saveDiffering.length > 0,
     card: (f) => ({
       title: `${saveWrong(f.run, f.saveDiffering)}; ${f.every.toLowerCase()} ` +
-        `diverges from it: ${f.first.headline}${f.first.more}${f.stateNote}.`,
+        `loads it as saved and diverges: ${f.first.headline}${f.first.more}${f.stateNote}.`,
       next: saveNext(f.saveDiffering),
     }),
   },
@@ -215,7 +217,8 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
   {
     code: CAUSE_CODES.nondeterministic,
     applies: (f) =>
-      f.allFail && f.first.step === f.n1 && !f.run.noise_floor.repeats && tiny(f.first),
+      f.allFail && f.oneStep && f.first.step === f.n1 && !f.run.noise_floor.repeats &&
+      f.groups.every(tiny),
     card: (f) => ({
       title:
         `${f.every} differs from step ${f.n1} by a few ULPs (${f.first.headline}${f.first.more}), and no ` +
@@ -226,7 +229,7 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
   },
   {
     code: CAUSE_CODES.updateDiffers,
-    applies: (f) => f.allFail && f.first.step === f.n1 + 1 && f.stateEqual,
+    applies: (f) => f.allFail && f.oneStep && f.first.step === f.n1 + 1 && f.stateEqual,
     card: (f) => ({
       title:
         `${f.every} matches at step ${f.n1} and fails at ${
@@ -240,7 +243,8 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
   },
   {
     code: CAUSE_CODES.consumedBeforeFirstStep,
-    applies: (f) => f.allFail && f.first.step === f.n1 && (f.stateEqual || f.noDigests),
+    applies: (f) =>
+      f.allFail && f.oneStep && f.first.step === f.n1 && (f.stateEqual || f.noDigests),
     card: (f) => ({
       title:
         `${f.every} fails at the first resumed step ${f.n1} (${f.first.headline}${f.first.more}) while ` +
@@ -303,22 +307,35 @@ export function findRootCauses(run: RootCauseInput, kinds: ResumeKinds): Finding
 function divergenceFindings(run: RootCauseInput, kinds: ResumeKinds): Finding[] {
   const failing = run.comparisons.filter((c) => c.verdict === "FAIL");
   if (failing.length === 0) return [];
-  return _faultPatterns(run, failing).map((pattern) => {
+  return _faultPatterns(run, failing).flatMap((pattern) => {
     const facts = divergenceFacts(pattern.run, kinds, pattern.failing);
     const rule = DIVERGENCE_RULES.find((r) => r.applies(facts))!;
-    const { first, groups, stateNote } = facts;
-    const named = [...new Set([...facts.saveDiffering, ...facts.differing])];
-    return {
-      verdict: "FAIL",
-      comparisons: first.members,
-      step: first.step ?? undefined,
-      state: named.length > 0 ? named : undefined,
-      evidence: groups.map(groupText),
-      headline: `${first.headline}${stateNote}${first.more}`,
-      code: rule.code,
-      ...rule.card(facts),
-    };
+    // The catch-all reads no pattern that would tie distinct failures together: only identical
+    // failures share its card, so each group of them gets one.
+    if (rule.code === CAUSE_CODES.divergence && facts.groups.length > 1) {
+      return facts.groups.map((group) => {
+        const own = pattern.failing.filter((c) => group.members.includes(c.name));
+        return divergenceFinding(divergenceFacts(pattern.run, kinds, own), rule);
+      });
+    }
+    return [divergenceFinding(facts, rule)];
   });
+}
+
+/** The card `rule` writes for one fault pattern. */
+function divergenceFinding(facts: DivergenceFacts, rule: DivergenceRule): Finding {
+  const { first, groups, stateNote } = facts;
+  const named = [...new Set([...facts.saveDiffering, ...facts.differing])];
+  return {
+    verdict: "FAIL",
+    comparisons: first.members,
+    step: first.step ?? undefined,
+    state: named.length > 0 ? named : undefined,
+    evidence: groups.map(groupText),
+    headline: `${first.headline}${stateNote}${first.more}`,
+    code: rule.code,
+    ...rule.card(facts),
+  };
 }
 
 /** One fault pattern: its failing comparisons and the run as its rules see it. */
@@ -373,6 +390,7 @@ function divergenceFacts(
   failing: ComparisonSummary[],
 ): DivergenceFacts {
   const groups = groupFailures(failing);
+  const first = { ...groups[0], more: _othersNote(groups) };
   // A save check judges the checkpoint, not a restore: it has a card of its own.
   const loads = run.state_checks.filter((s) => s.check !== "save");
   const differing = [...new Set(loads.flatMap((s) => s.differing))];
@@ -389,7 +407,7 @@ function divergenceFacts(
   return {
     run,
     groups,
-    first: groups[0],
+    first,
     n1: run.save_at + 1,
     resumes,
     failed,
@@ -397,6 +415,7 @@ function divergenceFacts(
     kindOf: (p) => kinds[p],
     crossTopology: (p) => versusBaseline.get(p)?.lane === "drift",
     allFail: failed.length > 0 && passed.length === 0,
+    oneStep: groups.every((g) => g.step === groups[0].step),
     // The card counts what ran: "Every resume" only when every resume of the run was judged.
     every: failed.length === resumes.length
       ? (resumes.length === 1 ? "The resume" : "Every resume")
@@ -444,10 +463,12 @@ function saveFindings(run: RootCauseInput): Finding[] {
 
 function saveWrong(run: RootCauseInput, differing: string[]): string {
   const saves = run.state_checks.filter((s) => s.check === "save");
-  return `The checkpoint is wrong, not its load: the saved state differs from the ` +
-    `uninterrupted run's state at step ${run.save_at} in ${differing.join(", ")}${
-      tensorSuffix(saves)
-    }`;
+  const savers = [...new Set(saves.filter((s) => s.verdict === "FAIL").map((s) => s.phase))];
+  return `The checkpoint is wrong, not its load: what ${
+    savers.join(" and ") || "split"
+  } saved differs from the uninterrupted run's state at step ${run.save_at} in ${
+    differing.join(", ")
+  }${tensorSuffix(saves)}`;
 }
 
 function saveNext(differing: string[]): string {
@@ -620,6 +641,27 @@ function groupText(g: Group): string {
   return `${g.members.length} comparison${g.members.length > 1 ? "s" : ""} first fail at step ${
     g.step ?? "—"
   }${values}: ${g.members.join(", ")}`;
+}
+
+/** Other failing comparisons named (three at most) or counted after a card's first group. */
+const MAX_OTHERS_NAMED = 3;
+
+/**
+ * ` (+5 identical)` after the first group's headline, extended by the comparisons that fail
+ * differently on the same card (` (+3 identical; +2 failing differently: a~b, a~c)`), so a card's
+ * headline names or counts every failure it covers.
+ */
+function _othersNote(groups: Group[]): string {
+  const identical = groups[0].members.length - 1;
+  const others = groups.slice(1).flatMap((g) => g.members);
+  const parts = identical > 0 ? [`+${identical} identical`] : [];
+  if (others.length > 0) {
+    parts.push(
+      `+${others.length} failing differently` +
+        (others.length <= MAX_OTHERS_NAMED ? `: ${others.join(", ")}` : ""),
+    );
+  }
+  return parts.length > 0 ? ` (${parts.join("; ")})` : "";
 }
 
 /** A divergence of a few float32 ULPs at most: noise rather than lost state. */

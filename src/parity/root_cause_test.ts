@@ -311,3 +311,67 @@ Deno.test("findRootCauses() cause-save-differs: the save, not the load, with or 
   assert.deepEqual(quiet[0].phases, ["split"]);
   assert.match(quiet[0].title, /no loss shows it/);
 });
+
+Deno.test("findRootCauses() cause-divergence: distinct failures get a card each, never one headline", () => {
+  // No digests and no readable pattern: two faults at different steps are two findings.
+  const noDigests = RESUMES.map((p) => ({
+    phase: p,
+    verdict: "N/A",
+    available: false,
+    differing: [],
+  }));
+  const c = [
+    vs("resume-native", { step: 25, a: 1, b: 2 }),
+    vs("resume-universal", { step: 30, a: 3, b: 4 }),
+    vs("resume-reshard"),
+    vs("resume-plan-balanced"),
+  ];
+  const f = findRootCauses(input(c, { states: noDigests as StateCheckSummary[] }), KINDS);
+  assert.deepEqual(f.map((x) => x.code), ["cause-divergence", "cause-divergence"]);
+  assert.deepEqual(f.map((x) => x.comparisons), [
+    ["baseline~resume-native"],
+    ["baseline~resume-universal"],
+  ]);
+  assert.equal(f[1].headline, "baseline~resume-universal FAIL, first divergent step 30");
+  // Every resume failing at N+1 with different values but one at N+2: no "every resume fails
+  // at the first resumed step" claim, and the card's headline counts the others.
+  const mixed = [
+    vs("resume-native", big),
+    vs("resume-universal", big),
+    vs("resume-reshard", { step: 22, a: 1, b: 2 }),
+    vs("resume-plan-balanced", big),
+  ];
+  const g = findRootCauses(input(mixed, { states: noDigests as StateCheckSummary[] }), KINDS);
+  assert.ok(g.every((x) => x.code !== "cause-consumed-before-first-step"), g[0].code);
+});
+
+Deno.test("findRootCauses(): a card covering distinct failures names or counts them all", () => {
+  // One rule (the save) explains failures with different values: one card, every one named.
+  const save = {
+    phase: "split",
+    check: "save",
+    verdict: "FAIL",
+    available: true,
+    differing: ["rng"],
+  };
+  const loads = RESUMES.map((p) => ({ phase: p, verdict: "PASS", available: true, differing: [] }));
+  const c = [
+    vs("resume-native", big),
+    vs("resume-universal", big),
+    vs("resume-reshard", { step: 21, a: 1, b: 2 }),
+    vs("resume-plan-balanced", { step: 21, a: 3, b: 4 }),
+  ];
+  const f = findRootCauses(
+    input(c, { states: [save, ...loads] as StateCheckSummary[] }),
+    KINDS,
+  );
+  assert.deepEqual(f.map((x) => x.code), ["cause-save-differs"]);
+  assert.equal(
+    f[0].headline,
+    "baseline~resume-native FAIL, first divergent step 21 (+1 identical; +2 failing differently: " +
+      "baseline~resume-reshard, baseline~resume-plan-balanced)",
+  );
+  // The save card names the split as the saver, and the resumes as what loads it.
+  assert.match(f[0].title, /what split saved differs .*; every resume loads it as saved/);
+  assert.doesNotMatch(f[0].title, /resume diverges from it/);
+});

@@ -38,7 +38,7 @@ export async function missingArtifact(spec: PhaseSpec): Promise<string | null> {
       .then((text) => text.trim(), () => "");
     const hint = latest && join(dir, latest) !== need.checkpoint
       ? ` (its latest file names ${JSON.stringify(latest)}: set trainer.checkpoint_tag)`
-      : "";
+      : await foldersHint(dir, spec.stopAt);
     return `missing artifact: checkpoint ${need.checkpoint} was not written${hint}`;
   }
   if (need.checkpoint_marker && !(await pathExists(need.checkpoint_marker))) {
@@ -54,6 +54,33 @@ export async function missingArtifact(spec: PhaseSpec): Promise<string | null> {
     return `missing artifact: the executed plan's process state ${need.state} was not written`;
   }
   return null;
+}
+
+/** Folders named in a missing-checkpoint hint before the rest are counted. */
+const MAX_FOLDERS_NAMED = 3;
+
+/**
+ * ` (the folder holds checkpoint-20: set trainer.checkpoint_tag: "checkpoint-${save_at}")` when
+ * the split saved under another tag name (a Hugging Face Trainer's `checkpoint-<N>`), the save
+ * step in it written as `${save_at}`; ` (nothing was saved in <dir>)` when it saved nothing there.
+ */
+async function foldersHint(dir: string, saveAt: number): Promise<string> {
+  const folders: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) if (entry.isDirectory) folders.push(entry.name);
+  } catch {
+    return ` (nothing was saved in ${dir}: save to \${output_dir} or \${checkpoint_dir})`;
+  }
+  if (folders.length === 0) return ` (nothing was saved in ${dir})`;
+  folders.sort();
+  const step = new RegExp(`(?<![0-9])${saveAt}(?![0-9])`);
+  const tagged = folders.find((f) => step.test(f));
+  const named = folders.slice(0, MAX_FOLDERS_NAMED).join(", ") +
+    (folders.length > MAX_FOLDERS_NAMED ? ` +${folders.length - MAX_FOLDERS_NAMED} more` : "");
+  const set = tagged
+    ? `: set trainer.checkpoint_tag: ${JSON.stringify(tagged.replace(step, "${save_at}"))}`
+    : "";
+  return ` (the folder holds ${named}${set})`;
 }
 
 /** `outputs` of a phase's phase.json: where its artifacts are. */

@@ -155,14 +155,41 @@ export function sharedCodeDigest(
   return digest;
 }
 
+/** A variable of a phase's environment that its cache key leaves out, and why. */
+export interface KeyLeftOut {
+  /** Variable name. */
+  name: string;
+  /** Why it is not in the key. */
+  reason: string;
+}
+
+/** Why a secret-named variable is not in the cache key (shown by `parity plan`). */
+export const SECRET_LEFT_OUT_REASON =
+  "secret-named: its value is never hashed or written, so a rotated secret re-runs nothing";
+
+/**
+ * The environment a phase's cache key hashes, and the variables it leaves out with the reason:
+ * the one place that decides it, read by {@linkcode phaseCacheKey} and by `parity plan`.
+ */
+export function cacheKeyEnv(
+  env: Readonly<Record<string, string>>,
+): { env: Record<string, string>; leftOut: KeyLeftOut[] } {
+  const kept: Record<string, string> = {};
+  const leftOut: KeyLeftOut[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (isSecretName(name)) leftOut.push({ name, reason: SECRET_LEFT_OUT_REASON });
+    else kept[name] = value;
+  }
+  return { env: kept, leftOut };
+}
+
 /** The cache key of a phase: its keyed command, metrics reader, producers' keys and code. */
 export async function phaseCacheKey(
   spec: PhaseSpec,
   consumedKeys: string[],
   codeDigest: string,
 ): Promise<string> {
-  const keptEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(spec.keyed.env)) if (!isSecretName(k)) keptEnv[k] = v;
+  const keptEnv = cacheKeyEnv(spec.keyed.env).env;
   const { path: _path, ...reader } = spec.metrics ?? { path: "" };
   const material = {
     format: CACHE_FORMAT,

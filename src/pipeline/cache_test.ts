@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ExperimentObjectSchema } from "../experiment/schema.ts";
 import { resolvePlan } from "../experiment/mod.ts";
-import { codeInputsDigest, findCachedPhase, phaseCacheKey } from "./cache.ts";
+import {
+  cacheKeyEnv,
+  codeInputsDigest,
+  findCachedPhase,
+  phaseCacheKey,
+  SECRET_LEFT_OUT_REASON,
+} from "./cache.ts";
 import { hashPhaseOutputs } from "./output_hashes.ts";
 import { listRuns, writeJsonAtomic } from "./run_store.ts";
 
@@ -38,6 +44,23 @@ Deno.test("phaseCacheKey() leaves secret-looking variables out of the key", asyn
   assert.equal(
     await resumeKey(exp(1, { HF_TOKEN: "one" }), "/r"),
     await resumeKey(exp(1, { HF_TOKEN: "two" }), "/r"),
+  );
+});
+
+Deno.test("phaseCacheKey() keys TOKENIZERS_PARALLELISM: only secret-named variables are left out", async () => {
+  assert.notEqual(
+    await resumeKey(exp(1, { TOKENIZERS_PARALLELISM: "true" }), "/r"),
+    await resumeKey(exp(1, { TOKENIZERS_PARALLELISM: "false" }), "/r"),
+  );
+  assert.deepEqual(
+    cacheKeyEnv({ TOKENIZERS_PARALLELISM: "false", HF_TOKEN: "x", API_KEY: "y", MODE: "m" }),
+    {
+      env: { TOKENIZERS_PARALLELISM: "false", MODE: "m" },
+      leftOut: [
+        { name: "HF_TOKEN", reason: SECRET_LEFT_OUT_REASON },
+        { name: "API_KEY", reason: SECRET_LEFT_OUT_REASON },
+      ],
+    },
   );
 });
 

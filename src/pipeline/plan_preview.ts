@@ -1,7 +1,7 @@
 /**
  * `parity plan`: the resolved phase plan of an experiment as the next run would execute it —
- * each phase's argv, environment (secrets redacted), working folder, what it consumes, its lane
- * and whether the cache would reuse it — without launching or writing anything.
+ * each phase's argv, environment (secrets redacted), working folder, what it consumes, its lane,
+ * the variables its cache key leaves out (and why) and whether the cache would reuse it — without launching or writing anything.
  *
  * @module
  */
@@ -10,7 +10,7 @@ import { join, relative } from "node:path";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { redactEnv } from "../process/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
-import { findCachedPhase } from "./cache.ts";
+import { cacheKeyEnv, findCachedPhase, type KeyLeftOut } from "./cache.ts";
 import { computeKeys } from "./phase_execution.ts";
 import { experimentFolderName, listRuns } from "./run_store.ts";
 
@@ -37,6 +37,8 @@ export interface PhasePreview {
   lane?: PhaseSpec["lane"];
   /** Its cache key. */
   cache_key: string;
+  /** Variables of `env` its cache key leaves out, each with the reason (empty when none). */
+  key_left_out: KeyLeftOut[];
   /** Where it runs, unless a local child (absent then, as in earlier previews). */
   executor?: PhaseSpec["executor"];
   /** The earlier run folder it would be reused from, or null when it would run. */
@@ -85,6 +87,7 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
       topology: spec.topology,
       ...(spec.lane ? { lane: spec.lane } : {}),
       cache_key: key,
+      key_left_out: cacheKeyEnv(spec.keyed.env).leftOut,
       ...(spec.executor.kind !== "local" ? { executor: spec.executor } : {}),
       cached_from: hit && !hit.artifactsMissing ? hit.runDir : null,
     });
@@ -113,6 +116,9 @@ export function formatPlanPreview(preview: PlanPreview): string {
     lines.push(`  argv: ${p.argv.map(quoteArg).join(" ")}`);
     for (const [k, v] of Object.entries(p.env).sort(([a], [b]) => a.localeCompare(b))) {
       if (v !== "") lines.push(`  env ${k}=${quoteArg(v)}`);
+    }
+    for (const { name, reason } of p.key_left_out) {
+      lines.push(`  not in the cache key: ${name} (${reason})`);
     }
   }
   return lines.join("\n");

@@ -55,6 +55,12 @@ import { EXIT_CODES, type JudgeSettings, type RunSummary } from "../types/summar
 export interface RunOptions {
   /** Results root (`results/` by default). */
   resultsDir: string;
+  /**
+   * The results folder as the user gave it (`--results`): run folders are shown under it, so an
+   * absolute one stays absolute and a relative one relative. Absent: relative to the working
+   * folder.
+   */
+  resultsShown?: string;
   /** Folder that relative paths in the experiment resolve against. */
   baseDir: string;
   /** The experiment file, for the manifest. */
@@ -84,6 +90,19 @@ export interface RunOptions {
   noLaunch?: boolean;
   /** An offline bundle to import as an earlier run first (`--import`; implies `noLaunch`). */
   importBundle?: string;
+}
+
+/**
+ * A path inside the results folder as the console shows it: under the results folder as the user
+ * gave it (`/abs/results/x/run` for `--results /abs/results`, `results/x/run` for the default),
+ * never a `../..` path relative to the working folder.
+ */
+export function shownPath(
+  options: Pick<RunOptions, "resultsDir" | "resultsShown">,
+  path: string,
+): string {
+  if (options.resultsShown === undefined) return relative(Deno.cwd(), path) || path;
+  return join(options.resultsShown, relative(options.resultsDir, path));
 }
 
 /** Outcome of one experiment run. */
@@ -202,7 +221,11 @@ async function runLocked(
     gate: new LaunchGate(),
     noLaunch,
   };
-  progress.runStart(exp.name, runDir, noLaunch ? plan.phases.length : selected.size);
+  progress.runStart(
+    exp.name,
+    shownPath(options, runDir),
+    noLaunch ? plan.phases.length : selected.size,
+  );
   for (const warning of plan.warnings) progress.note(`${warning.level}: ${warning.message}`);
   // What only records the run (the redacted experiment, input hashes, git, python, nvidia-smi) is
   // written and probed once the first children run, not before them.
@@ -236,6 +259,7 @@ async function runLocked(
       started,
       interrupted,
       gitCommit: manifest.git.commit,
+      config: hashes["experiment.resolved.yaml"]?.slice(0, CONFIG_HEX),
       golden: plan.judge.golden
         ? { facts, goldensDir: options.goldensDir ?? resolve(DEFAULT_GOLDENS_DIR) }
         : undefined,
@@ -370,6 +394,9 @@ async function schedulePhases(
   return interrupted;
 }
 
+/** Hex digits of `experiment.resolved.yaml`'s SHA-256 that name a run's configuration. */
+const CONFIG_HEX = 16;
+
 /** A run's summary, the evidence it was judged on and its `losses.csv`. */
 interface JudgedRun {
   /** What summary.json says (before redaction). */
@@ -389,6 +416,7 @@ async function summarizeRun(
     started: Date;
     interrupted: ReturnType<typeof interruption>;
     gitCommit: string | null;
+    config?: string;
     golden?: { facts: EnvironmentFacts; goldensDir: string };
   },
 ): Promise<JudgedRun> {
@@ -417,6 +445,7 @@ async function summarizeRun(
     noise_floor: judgement.noise_floor,
     diagnostics: judgement.diagnostics,
     git_commit: run.gitCommit,
+    ...(run.config ? { config: run.config } : {}),
     ...(evidence.evidence.golden ? { golden: evidence.evidence.golden.summary } : {}),
     findings: judgement.findings,
     judge: judgeSettings(plan.judge),
@@ -548,7 +577,7 @@ async function publishRun(
     plan.experiment,
     summary.verdict,
     summary.wall_s,
-    relative(Deno.cwd(), runDir) || runDir,
+    shownPath(options, runDir),
     runCard(summary),
   );
   return summary;

@@ -64,7 +64,7 @@ export {
   type FollowOptions,
   type MetricsFollower,
 } from "./metrics_follower.ts";
-export { isSecretName, REDACTED, redactEnv, SECRET_NAME_PATTERN } from "./redact.ts";
+export { isSecretName, REDACTED, redactEnv } from "./redact.ts";
 export {
   HARNESS_REDACTION,
   MIN_SECRET_CHARS,

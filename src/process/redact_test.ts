@@ -1,5 +1,5 @@
 import { deepEqual, equal } from "node:assert/strict";
-import { isSecretName, REDACTED, redactEnv } from "./redact.ts";
+import { isSecretName, nameWords, REDACTED, redactEnv } from "./redact.ts";
 
 Deno.test("redactEnv() hides values of secret-looking names and keeps the rest", () => {
   const env = {
@@ -11,7 +11,8 @@ Deno.test("redactEnv() hides values of secret-looking names and keeps the rest",
     GOOGLE_APPLICATION_CREDENTIALS: "/path/creds.json",
     PARITY_SEED: "1234",
     PATH: "/usr/bin",
-    KEYBOARD_LAYOUT: "us", // contains KEY: redacted too, erring on the side of caution
+    KEYBOARD_LAYOUT: "us", // KEY inside a word (KEYBOARD) is not a secret word
+    TOKENIZERS_PARALLELISM: "false",
   };
   deepEqual(redactEnv(env), {
     HF_TOKEN: REDACTED,
@@ -22,16 +23,53 @@ Deno.test("redactEnv() hides values of secret-looking names and keeps the rest",
     GOOGLE_APPLICATION_CREDENTIALS: REDACTED,
     PARITY_SEED: "1234",
     PATH: "/usr/bin",
-    KEYBOARD_LAYOUT: REDACTED,
+    KEYBOARD_LAYOUT: "us",
+    TOKENIZERS_PARALLELISM: "false",
   });
   equal(env.HF_TOKEN, "hf_abc", "the input is not modified");
   deepEqual(Object.keys(redactEnv(env)), Object.keys(env));
 });
 
-Deno.test("isSecretName() matches anywhere in the name, in any case", () => {
-  equal(isSecretName("wandb_api_Key"), true);
-  equal(isSecretName("GITHUB_TOKEN"), true);
-  equal(isSecretName("MASTER_ADDR"), false);
-  equal(isSecretName("WORLD_SIZE"), false);
+Deno.test("isSecretName() matches a word ending in a secret word, in any case", () => {
+  for (
+    const name of [
+      "wandb_api_Key",
+      "GITHUB_TOKEN",
+      "HF_TOKEN",
+      "hf_token",
+      "HUGGING_FACE_HUB_TOKEN",
+      "API_KEY",
+      "APIKEY",
+      "apiKey",
+      "accessToken",
+      "AWS_SECRET_ACCESS_KEY",
+      "PGPASSWORD",
+      "DB_PASSWD",
+      "GOOGLE_APPLICATION_CREDENTIALS",
+      "API_KEYS",
+      "CLIENT_SECRETS",
+      "TOKEN_TTL",
+    ]
+  ) equal(isSecretName(name), true, name);
+  for (
+    const name of [
+      "MASTER_ADDR",
+      "WORLD_SIZE",
+      "TOKENIZERS_PARALLELISM",
+      "tokenizer_name",
+      "tokenizerName",
+      "TOKENIZER",
+      "KEYBOARD_LAYOUT",
+      "max_new_tokens",
+      "MAX_TOKENS",
+      "SECRETARY",
+    ]
+  ) equal(isSecretName(name), false, name);
   equal(REDACTED, "<redacted>");
+});
+
+Deno.test("nameWords() splits at separators and case changes", () => {
+  deepEqual(nameWords("TOKENIZERS_PARALLELISM"), ["TOKENIZERS", "PARALLELISM"]);
+  deepEqual(nameWords("--hf-token"), ["hf", "token"]);
+  deepEqual(nameWords("apiKey2"), ["api", "Key2"]);
 });

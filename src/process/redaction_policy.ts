@@ -35,9 +35,10 @@ const TRIVIAL_VALUE =
 /** `scheme://user:password@` — the password part is group 2. */
 const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@"']*:)([^\s@/"']+)@/gi;
 
-/** `--api-token=VALUE` / `--password VALUE` in an argv. */
-const SECRET_FLAG =
-  /^--?[A-Za-z0-9_-]*(?:token|key|secret|password|passwd|credential)[A-Za-z0-9_-]*$/i;
+/** `--api-token=VALUE` / `--password VALUE` in an argv: a flag whose name is secret-named. */
+function isSecretFlag(arg: string): boolean {
+  return /^--?[A-Za-z0-9_-]+$/.test(arg) && isSecretName(arg.replace(/^--?/, ""));
+}
 
 /** Known secret values plus the fixed rules; see the module documentation. */
 export class RedactionPolicy {
@@ -71,8 +72,8 @@ export class RedactionPolicy {
   addArgv(argv: readonly string[]): void {
     argv.forEach((arg, i) => {
       const eq = arg.indexOf("=");
-      if (eq > 0 && SECRET_FLAG.test(arg.slice(0, eq))) this.addValue(arg.slice(eq + 1));
-      else if (SECRET_FLAG.test(arg) && argv[i + 1] !== undefined) this.addValue(argv[i + 1]);
+      if (eq > 0 && isSecretFlag(arg.slice(0, eq))) this.addValue(arg.slice(eq + 1));
+      else if (isSecretFlag(arg) && argv[i + 1] !== undefined) this.addValue(argv[i + 1]);
       this.#addUrlPasswords(arg);
     });
   }

@@ -48,3 +48,26 @@ Deno.test("RedactionPolicy: flag words and plain numbers are not redacted by val
     "resume: true\nsteps: 1024\n<redacted>",
   );
 });
+
+Deno.test("RedactionPolicy: tokenizer flags and variables are not secrets; real ones are", () => {
+  const policy = new RedactionPolicy();
+  policy.addEnv({ TOKENIZERS_PARALLELISM: "falsey-ish", TOKENIZER_PATH: "/models/tok" });
+  policy.addArgv([
+    "train.py",
+    "--tokenizer_name=gpt2-custom",
+    "--tokenizer_name",
+    "bert-base-uncased",
+    "--max_new_tokens=128",
+    "--hf_token=hf-secret-1",
+    "--api-key",
+    "k-secret-2",
+  ]);
+  assert.equal(
+    policy.redactText("gpt2-custom bert-base-uncased /models/tok falsey-ish 128"),
+    "gpt2-custom bert-base-uncased /models/tok falsey-ish 128",
+  );
+  assert.equal(policy.redactText("hf-secret-1 k-secret-2"), "<redacted> <redacted>");
+  policy.addEnv({ HF_TOKEN: "hf-secret-3", API_KEY: "k-secret-4" });
+  assert.equal(policy.redactText("hf-secret-3 k-secret-4"), "<redacted> <redacted>");
+  assert.equal(policy.redactText(`hf_${"A".repeat(34)}`), "<redacted>", "token shapes still");
+});

@@ -30,6 +30,7 @@ export const HISTORY_COLUMNS = [
   "ulp_unit",
   "cause",
   "run_path",
+  "config",
 ] as const;
 
 /** One row of `history.csv` (all strings, as stored; empty string for none). */
@@ -48,6 +49,7 @@ export function historyRows(summary: RunSummary, runPath = ""): HistoryRow[] {
     git_commit: summary.git_commit ?? "",
     verdict: summary.verdict,
     cause: summary.findings?.[0]?.code ?? "",
+    config: summary.config ?? "",
   };
   if (summary.comparisons.length === 0) {
     return [{
@@ -184,17 +186,22 @@ export interface PreviousRun {
 }
 
 /**
- * The newest run of `experiment` in `rows` that is not `runId` and finished before `before` (ISO
- * time; rows of a re-rendered run's successors are not "previous"). Null when there is none.
+ * The newest run of `run.experiment` in `rows` that is not `run.run_id`, finished before
+ * `run.started_at` (rows of a re-rendered run's successors are not "previous") and, when the run
+ * records its resolved configuration (`config`), ran that same configuration: a run under other
+ * `--set` values is another experiment for this purpose. Null when there is none.
  */
 export function previousRun(
   rows: HistoryRow[],
-  experiment: string,
-  runId: string,
-  before?: string,
+  run:
+    & Pick<RunSummary, "experiment" | "run_id">
+    & Partial<Pick<RunSummary, "started_at" | "config">>,
 ): PreviousRun | null {
+  const before = run.started_at;
   const older = rows.filter((r) =>
-    r.experiment === experiment && r.run_id !== runId && (before === undefined || r.time < before)
+    r.experiment === run.experiment && r.run_id !== run.run_id &&
+    (before === undefined || r.time < before) &&
+    (run.config === undefined || r.config === run.config)
   );
   if (older.length === 0) return null;
   const newest = older.reduce((x, y) => (y.time > x.time ? y : x));

@@ -3,7 +3,7 @@ import { captureConsole } from "../../test/_testing/capture_console.ts";
 import { parse } from "csv-parse/sync";
 import type { RunSummary } from "../types/summary.ts";
 import { makeFixtureRun } from "../../test/_testing/run_fixture.ts";
-import { appendHistory, HISTORY_COLUMNS, readHistory } from "./history.ts";
+import { appendHistory, HISTORY_COLUMNS, previousRun, readHistory } from "./history.ts";
 import { trendPoints } from "./history_page.ts";
 import { main } from "../cli/main.ts";
 import { decodePng } from "../../test/_testing/decode_png.ts";
@@ -146,6 +146,42 @@ Deno.test("parity history exits 2 without history and on bad options", async () 
     assert.equal((await captureConsole(() => main(["history", tmp, "--limit", "0"]))).value, 2);
     assert.equal((await captureConsole(() => main(["history", tmp, "--experiment"]))).value, 2);
     assert.equal((await captureConsole(() => main(["history", tmp, "--nope"]))).value, 2);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("previousRun() compares only with the last run of the same resolved configuration", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_history_" });
+  try {
+    const [pass, fail] = await twoRuns(tmp);
+    // Run 1 (PASS) under config A, run 2 (FAIL) under other --set values (config B).
+    pass.config = "aaaaaaaaaaaaaaaa";
+    fail.config = "bbbbbbbbbbbbbbbb";
+    await appendHistory(tmp, pass);
+    await appendHistory(tmp, fail);
+    const rows = await readHistory(tmp);
+    assert.equal(rows.find((r) => r.run_id === pass.run_id)!.config, pass.config);
+    const later = { experiment: pass.experiment, started_at: "2026-11-30T02:00:00Z" };
+    // A third run under config A compares with run 1, not with the newer run 2.
+    assert.equal(
+      previousRun(rows, { ...later, run_id: "20261130T020000Z-cc", config: pass.config })?.run_id,
+      pass.run_id,
+    );
+    assert.equal(
+      previousRun(rows, { ...later, run_id: "20261130T020000Z-cc", config: fail.config })?.run_id,
+      fail.run_id,
+    );
+    assert.equal(
+      previousRun(rows, { ...later, run_id: "20261130T020000Z-cc", config: "cccccccccccccccc" }),
+      null,
+      "a configuration never run before has no last run",
+    );
+    // A summary written before configurations were recorded compares with the newest run.
+    assert.equal(
+      previousRun(rows, { ...later, run_id: "20261130T020000Z-cc" })?.run_id,
+      fail.run_id,
+    );
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

@@ -132,7 +132,7 @@ export async function loadRun(runDir: string): Promise<LoadedRun> {
     tails.set(phase.name, stripAnsi(tailLines(tail, LOG_TAIL_LINES)));
   }
   const history = await readHistory(dirname(dirname(runDir)));
-  const previous = previousRun(history, summary.experiment, summary.run_id, summary.started_at);
+  const previous = previousRun(history, summary);
   return {
     runDir,
     summary,

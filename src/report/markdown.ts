@@ -32,7 +32,12 @@ import {
 } from "./_tables.ts";
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
-import type { ComparisonSummary, GoldenSummary, Verdict } from "../types/summary.ts";
+import type {
+  ComparisonSummary,
+  GoldenSummary,
+  StateCheckSummary,
+  Verdict,
+} from "../types/summary.ts";
 import { type Culprit, culprits, stateCheckName } from "../parity/mod.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */
@@ -282,16 +287,29 @@ function passLine(run: LoadedRun): string {
     : `<details><summary>${label}</summary>\n\n${names}\n\n</details>`;
 }
 
+/**
+ * `1 resume emitted no digests`, or `the split's save check and 2 resumes had no digests`: the
+ * save check is the split's, never counted as a resume.
+ */
+function noDigestsNote(missing: readonly StateCheckSummary[]): string {
+  const saves = missing.filter((c) => c.check === "save").length;
+  const loads = missing.length - saves;
+  const resumes = loads > 0 ? `${loads} resume${loads === 1 ? "" : "s"}` : "";
+  if (saves === 0) return `${resumes} emitted no digests`;
+  const save = "the save check (split vs the baseline at the save step)";
+  return `${resumes ? `${resumes} and ` : ""}${save} had no digests`;
+}
+
 function stateSection(run: LoadedRun, resolve: LinkResolver): Section {
   const checks = run.summary.state_checks;
   const passed = checks.filter((c) => c.available && c.verdict === "PASS");
-  const missing = checks.filter((c) => !c.available).length;
+  const missing = checks.filter((c) => !c.available);
   const notes = [
     passed.length > 0
       ? `${verdictLabel("PASS")}: ${passed.map((c) => mdText(stateCheckName(c))).join(", ")} ` +
         "matched every compared component."
       : "",
-    missing > 0 ? `_${missing} resume${missing === 1 ? "" : "s"} emitted no digests._` : "",
+    missing.length > 0 ? `_${noDigestsNote(missing)}._` : "",
   ].filter((line) => line !== "").join(" ");
   const bad = stateTable(run, "differing");
   if (bad.rows.length === 0) {
@@ -315,7 +333,9 @@ function sections(
   // The root-cause card first: what happened and what to try, before any table.
   out.push(..._cardSections(run));
   const previous = run.previous
-    ? ` · last run ${mdText(run.previous.run_id)}: ${mdText(run.previous.verdict)}`
+    ? ` · last run of this configuration ${mdText(run.previous.run_id)}: ${
+      mdText(run.previous.verdict)
+    }`
     : "";
   out.push({ text: mdText(headline(run)) + previous });
   out.push(stateSection(run, resolve));

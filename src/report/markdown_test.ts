@@ -209,7 +209,7 @@ Deno.test("renderMarkdown() compares each comparison with the experiment's last 
     assert.equal(rows.find((r) => r[0] === "baseline\\~resume-universal")![column], "was PASS");
     assert.match(
       md.split("\n").find((l) => l.startsWith("2 comparisons") || /comparisons,/.test(l))!,
-      /last run 20261128T101500Z-aa: PASS/,
+      /last run of this configuration 20261128T101500Z-aa: PASS/,
     );
   } finally {
     await Deno.remove(tmp, { recursive: true });
@@ -311,6 +311,32 @@ Deno.test("renderMarkdown() shows identical divergences once, naming the other p
     assert.equal(section.match(/first diverges at/g)!.length, 1, "one block for both phases");
     assert.match(section, /<summary>resume-universal first diverges at step 21 .* \+1 identical</);
     assert.match(section, /same values\) in: resume-copy \(baseline\\~resume-copy, exact lane\)/);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("renderMarkdown() never counts the split's save check as a resume without digests", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "parity_md_" });
+  try {
+    const { runDir } = await makeFixtureRun(tmp, { verdict: "FAIL" });
+    const path = join(runDir, "summary.json");
+    const summary = JSON.parse(await Deno.readTextFile(path));
+    summary.state_checks.push({
+      phase: "split",
+      check: "save",
+      verdict: "N/A",
+      available: false,
+      differing: [],
+    });
+    await Deno.writeTextFile(path, JSON.stringify(summary));
+    await renderRun(runDir);
+    const md = await Deno.readTextFile(join(runDir, "report.md"));
+    assert.match(
+      md,
+      /_1 resume and the save check \(split vs the baseline at the save step\) had no digests\._/,
+    );
+    assert.doesNotMatch(md, /2 resumes emitted no digests/);
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

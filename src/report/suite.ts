@@ -61,7 +61,7 @@ export interface SuiteChange {
  * ones are not "previous").
  */
 export function suiteChange(summary: RunSummary, history: HistoryRow[]): SuiteChange {
-  const previous = previousRun(history, summary.experiment, summary.run_id, summary.started_at);
+  const previous = previousRun(history, summary);
   if (previous === null) return { text: "first run", isNew: summary.verdict !== "PASS" };
   const now = summary.verdict;
   if (previous.verdict === now) {

@@ -40,6 +40,11 @@ export interface PhasePaths {
   dir: string;
   /** Metrics JSONL the trainer appends to (`${metrics_file}`). */
   metricsFile: string;
+  /**
+   * The phase's own output folder, `<run>/phases/<phase>/checkpoints` (`${output_dir}`; trainer
+   * phases only): where it may save. The split's is its {@link checkpointDir}.
+   */
+  outputDir?: string;
   /** Checkpoint root (`global_step<N>/` and `latest` inside). */
   checkpointDir?: string;
   /** The split's checkpoint tag folder (what the split must leave, converters and planners read). */

@@ -511,6 +511,12 @@ export interface RunSummary {
   findings?: Finding[];
   /** Git commit of the harness tree, when known. */
   git_commit?: string | null;
+  /**
+   * The resolved configuration: 16 hex of the SHA-256 of `experiment.resolved.yaml` (defaults,
+   * `--set` and matrix applied). "Last run" comparisons only look at runs with the same one
+   * (absent in older summaries).
+   */
+  config?: string;
   /** The golden comparison, when the experiment sets `golden: true`. */
   golden?: GoldenSummary;
   /** The judge settings in force, defaults resolved (absent in older summaries). */
