@@ -354,15 +354,19 @@ function _faultPatterns(run: RootCauseInput, failing: ComparisonSummary[]): _Fau
   const loads = run.state_checks.filter((s) => s.check !== "save");
   const saveFails = run.state_checks.some((s) => s.check === "save" && s.verdict === "FAIL");
   const named = (phase: string) => loads.find((s) => s.phase === phase)?.differing ?? [];
-  const signature = (c: ComparisonSummary) =>
-    saveFails ? "" : [...new Set([...named(c.a), ...named(c.b)])].sort().join(",");
+  const components = (c: ComparisonSummary) => new Set([...named(c.a), ...named(c.b)]);
   const bySignature = new Map<string, ComparisonSummary[]>();
   for (const group of groupFailures(failing)) {
-    for (const name of group.members) {
-      const c = failing.find((x) => x.name === name)!;
-      const key = signature(c);
-      bySignature.set(key, [...(bySignature.get(key) ?? []), c]);
-    }
+    const members = group.members.map((name) => failing.find((x) => x.name === name)!);
+    // Identical failures (same step, same values) are one fault even where one resume's restore
+    // check names more: the components they all name decide the pattern (a CPU-Adam divergence
+    // shared by a native and a universal resume stays one card beside the universal's own
+    // param_groups).
+    const shared = members.map(components).reduce((a, b) =>
+      new Set([...a].filter((x) => b.has(x)))
+    );
+    const key = saveFails ? "" : [...shared].sort().join(",");
+    bySignature.set(key, [...(bySignature.get(key) ?? []), ...members]);
   }
   if (bySignature.size === 1) return [{ failing, run }];
   const broken = new Set(failing.flatMap((c) => [c.a, c.b]));

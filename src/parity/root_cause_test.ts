@@ -375,3 +375,26 @@ Deno.test("findRootCauses(): a card covering distinct failures names or counts t
   assert.match(f[0].title, /what split saved differs .*; every resume loads it as saved/);
   assert.doesNotMatch(f[0].title, /resume diverges from it/);
 });
+
+Deno.test("findRootCauses() an identical divergence of a native and a universal resume is one card, not the converter's", () => {
+  // Measured on an H200 (docs/deepspeed.md): CPU-Adam's beta powers move the native and the
+  // universal resume identically; only the universal's restore check names param_groups, and a
+  // primed native resume passes.
+  const kinds = { ...KINDS, "resume-native-primed": "native" };
+  const same = { step: 12, a: 6.968037486076355, b: 6.968005061149597 };
+  const resumes = ["resume-native", "resume-universal", "resume-native-primed"];
+  const f = findRootCauses(
+    input([vs("resume-native", same), vs("resume-universal", same), vs("resume-native-primed")], {
+      states: resumes.map((p) => ({
+        phase: p,
+        verdict: p === "resume-universal" ? "FAIL" : "PASS",
+        available: true,
+        differing: p === "resume-universal" ? ["param_groups"] : [],
+      })),
+      phases: [phase("baseline", "baseline"), ...resumes.map((p) => phase(p, "resume"))],
+    }),
+    kinds,
+  );
+  assert.deepEqual(f.map((x) => x.code), ["cause-divergence"]);
+  assert.deepEqual(f[0].comparisons, ["baseline~resume-native", "baseline~resume-universal"]);
+});
