@@ -34,6 +34,7 @@ export interface PhaseRecord extends PhaseSummary {
   /** Where its artifacts are. */
   outputs?: {
     metrics?: string;
+    metrics_source?: string;
     checkpoint_dir?: string;
     checkpoint_tag?: string;
     checkpoint_marker?: string;
