@@ -80,9 +80,15 @@ def _model_digests(trainer: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
     """Parameters, optimizer, scheduler and param groups (no RNG, data or trainer state)."""
     engine = _deepspeed_engine(trainer)
     if engine is not None:
+        from ._digest import digest_json
         from .deepspeed import logical_state
 
-        return logical_state(engine)
+        digests, tensors = logical_state(engine)
+        # HF steps its own scheduler when the DeepSpeed config names none: the engine has no
+        # scheduler then, and HF saves and restores the one it made (scheduler.pt).
+        if "lr_scheduler" not in digests and trainer.lr_scheduler is not None:
+            digests["lr_scheduler"] = digest_json(trainer.lr_scheduler.state_dict())
+        return digests, tensors
     from ._torch_state import state_digests
 
     return state_digests(model=trainer.model, optimizer=trainer.optimizer,

@@ -14,6 +14,7 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import type { PresetContext, PresetDescriptor } from "./preset.ts";
+import { HOOKS_PACKAGE_DIR, hooksStampProblem } from "./hooks_stamp.ts";
 import { PROJECT_DIR } from "./project_dir.ts";
 
 /** The preset's default Python environment (`PARITY_HOOKS_VENV` overrides where it is). */
@@ -124,7 +125,7 @@ export const HF_PRESET: PresetDescriptor = {
   checkpointTag: "checkpoint-${save_at}",
   metricsFormat: "jsonl",
   otherMetricsFormats: ["tensorboard"],
-  codeInputs: [join(PROJECT_DIR, "hooks/parity_hooks")],
+  codeInputs: [HOOKS_PACKAGE_DIR],
   phaseCodeInputs: (ctx) =>
     [fileArg(ctx, "script"), fileArg(ctx, "deepspeed")].filter((p): p is string =>
       p !== undefined
@@ -139,12 +140,15 @@ export const HF_PRESET: PresetDescriptor = {
     HF_HUB_OFFLINE: "1",
   }),
   environmentProblem: (argSets = []) => {
-    const missing = [...new Set((argSets.length > 0 ? argSets : [{}]).map(hooksVenv))]
-      .filter((venv) => !existsSync(join(venv, "bin/python")));
-    if (missing.length === 0) return undefined;
-    return missing.includes(HOOKS_VENV)
-      ? "the hf preset needs its Python environment: run `deno task setup-hooks` (creates " +
-        ".venv-hooks/ with torch, transformers, accelerate, DeepSpeed and parity_hooks)"
-      : `the experiment names a venv that does not exist: ${missing.join(", ")}`;
+    const venvs = [...new Set((argSets.length > 0 ? argSets : [{}]).map(hooksVenv))];
+    const missing = venvs.filter((venv) => !existsSync(join(venv, "bin/python")));
+    if (missing.length > 0) {
+      return missing.includes(HOOKS_VENV)
+        ? "the hf preset needs its Python environment: run `deno task setup-hooks` (creates " +
+          ".venv-hooks/ with torch, transformers, accelerate, DeepSpeed and parity_hooks)"
+        : `the experiment names a venv that does not exist: ${missing.join(", ")}`;
+    }
+    // The phases import parity_hooks from the venv: it must be the package the cache key hashes.
+    return venvs.map((venv) => hooksStampProblem(venv)).find((p) => p !== undefined);
   },
 };
