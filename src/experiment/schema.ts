@@ -72,7 +72,7 @@ export const TrainerArgsSchema = z.object({
     .meta({ examples: ["skip-rng-restore"] }),
 }).catchall(
   z.union(
-    [z.string(), z.number(), z.boolean(), z.array(z.string("expected a string"))],
+    [scalar, z.array(z.string("expected a string"))],
     "expected a string, number, boolean or list of strings",
   ),
 ).describe(

@@ -55,5 +55,9 @@ Deno.test("one candidate is still taken by the alias rule, and says so (a CSV co
   });
   assert.deepEqual([...series.values.loss], [2, 1.5]);
   const alias = series.diagnostics.find((d) => d.code === READER_CODES.lossAlias);
-  assert.deepEqual(alias?.loss_alias, { rule: "alias", candidates: ["lm loss"], chosen: "lm loss" });
+  assert.deepEqual(alias?.loss_alias, {
+    rule: "alias",
+    candidates: ["lm loss"],
+    chosen: "lm loss",
+  });
 });

@@ -164,7 +164,9 @@ export async function phaseCacheKey(
 ): Promise<string> {
   const keptEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(spec.keyed.env)) if (!isSecretName(k)) keptEnv[k] = v;
-  const { path: _path, ...reader } = spec.metrics ?? { path: "" };
+  // Which metric is the loss (`metrics.loss`) is how the output is read, not what the phase
+  // produces: naming it re-runs nothing, like a tolerance.
+  const { path: _path, loss: _loss, ...reader } = spec.metrics ?? { path: "" };
   const material = {
     format: CACHE_FORMAT,
     deno: Deno.version.deno,

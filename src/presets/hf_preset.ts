@@ -127,9 +127,7 @@ export const HF_PRESET: PresetDescriptor = {
   otherMetricsFormats: ["tensorboard"],
   codeInputs: [HOOKS_PACKAGE_DIR],
   phaseCodeInputs: (ctx) =>
-    [fileArg(ctx, "script"), fileArg(ctx, "deepspeed")].filter((p): p is string =>
-      p !== undefined
-    ),
+    [fileArg(ctx, "script"), fileArg(ctx, "deepspeed")].filter((p): p is string => p !== undefined),
   argv: hfArgv,
   env: ({ vars }): Record<string, string> => ({
     // HF's TensorBoard callback writes here (not under --output_dir, which is the split's
