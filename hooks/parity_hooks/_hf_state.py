@@ -107,13 +107,15 @@ def _with_common(digests: Dict[str, str], rng: Mapping[str, Any],
     return out
 
 
-def live_digests(trainer: Any, position: DataPosition) -> Tuple[Dict[str, str], Dict[str, str]]:
-    """Digests of the running process's state (call on every rank: it may gather)."""
+def live_digests(trainer: Any, position: DataPosition,
+                 rng: Optional[Mapping[str, Any]] = None) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """Digests of the running process's state (call on every rank: it may gather); ``rng``: RNG
+    states captured earlier, instead of the running generators."""
     from ._rng import rng_state
 
     digests, tensors = _model_digests(trainer)
     data = position.view(sampler_seed(trainer.args))
-    return _with_common(digests, rng_state(), data,
+    return _with_common(digests, rng if rng is not None else rng_state(), data,
                         trainer_state_view(trainer.state)), tensors
 
 

@@ -9,17 +9,19 @@ rounded running mean HF logs; the LR the optimizer applied; the gradient norm); 
 makes HF save after ``PARITY_SAVE_AT`` and at no other step, and writes the ``saved`` digests of
 what that save wrote (:mod:`parity_hooks._hf_state`) and the completion marker after HF's own
 save. A resumed process reports ``loaded`` digests right before its first step — after HF has
-restored the model, optimizer, scheduler, trainer state and RNG and fast-forwarded the data — and
+restored the model, optimizer, scheduler, trainer state and RNG and fast-forwarded the data (at an
+epoch's start, the RNG as HF restored it, before the epoch's data iterator draws from it) — and
 the baseline a ``snapshot`` at ``PARITY_DIGEST_AT``. Under ``--deepspeed`` the state is the
 engine's, gathered (:mod:`parity_hooks.deepspeed`).
 
-The launcher observes, without changing them, three points of ``Trainer``'s loop that a callback
-cannot see: ``training_step`` (the loss), ``_get_grad_norm`` and ``_run_epoch`` with HF's
-``skip_first_batches`` (the data position).
+The launcher observes, without changing them, four points of ``Trainer``'s loop that a callback
+cannot see: ``training_step`` (the loss), ``_get_grad_norm``, ``_run_epoch`` with HF's
+``skip_first_batches`` (the data position) and ``_load_rng_state`` (the RNG it restored).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import runpy
 import sys
@@ -70,6 +72,7 @@ class ParityCallback(TrainerCallback):  # type: ignore[misc,valid-type]
         self._lr: Optional[float] = None
         self._first = True
         self._scaled: Optional[List[float]] = None
+        self._restored_rng: Optional[Dict[str, Any]] = None
 
     # -- observation points, attached to the trainer's own methods --------------------------------
 
@@ -77,6 +80,7 @@ class ParityCallback(TrainerCallback):  # type: ignore[misc,valid-type]
         """Observes ``trainer``'s loss, gradient norm and data position (wrapping, not changing)."""
         self.trainer = trainer
         step_fn, norm_fn, epoch_fn = trainer.training_step, trainer._get_grad_norm, trainer._run_epoch
+        load_rng_fn = trainer._load_rng_state
 
         def training_step(*args: Any, **kwargs: Any) -> Any:
             loss = step_fn(*args, **kwargs)
@@ -94,7 +98,20 @@ class ParityCallback(TrainerCallback):  # type: ignore[misc,valid-type]
                                       int(kwargs["num_update_steps_per_epoch"]))
             return epoch_fn(*args, **kwargs)
 
+        def load_rng_state(*args: Any, **kwargs: Any) -> Any:
+            out = load_rng_fn(*args, **kwargs)
+            if self.position.batches == 0:
+                # Resuming at an epoch's start, HF restores the RNG before the epoch's data
+                # iterator draws its base seed from it, as the uninterrupted run draws after its
+                # save: the state that corresponds to the save is this one, not the one at the
+                # first step. (Mid-epoch, HF restores after fetching the first batch.)
+                from ._rng import rng_state
+
+                self._restored_rng = copy.deepcopy(rng_state())
+            return out
+
         trainer.training_step = training_step
+        trainer._load_rng_state = load_rng_state
         trainer._get_grad_norm = get_grad_norm
         trainer._run_epoch = run_epoch
         trainer.add_callback(self)
@@ -120,7 +137,7 @@ class ParityCallback(TrainerCallback):  # type: ignore[misc,valid-type]
         self._first = False
         if self.contract.resume_from:
             # HF has restored everything and fetched (and, mid-epoch, skipped to) the first batch.
-            digests, tensors = live_digests(self.trainer, self.position)
+            digests, tensors = live_digests(self.trainer, self.position, self._restored_rng)
             if _rank() == 0:
                 self.parity.loaded(state.global_step, digests, tensors)
 
