@@ -11,12 +11,7 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import {
-  failureContext,
-  latestSummary,
-  PROJECT,
-  runExperiment,
-} from "./_testing/cli_harness.ts";
+import { failureContext, latestSummary, PROJECT, runExperiment } from "./_testing/cli_harness.ts";
 
 const PYTHON = join(PROJECT, ".venv-hooks/bin/python");
 const available = existsSync(PYTHON);
