@@ -96,7 +96,8 @@ def _rng_for_digest(state: Mapping[str, Any], include_cuda: bool) -> Mapping[str
             continue
         if key == "numpy":
             name, keys, pos, has_gauss, cached = value
-            out[key] = [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]
+            out[key] = [name, keys.tolist() if hasattr(keys, "tolist") else list(keys), int(pos), int(has_gauss),
+                        float(cached)]
         elif hasattr(value, "numpy"):  # torch generator states (CPU, CUDA): uint8 tensors
             out[key] = hashlib.sha256(value.cpu().numpy().tobytes()).hexdigest()
         elif key == "cuda" and isinstance(value, (list, tuple)):

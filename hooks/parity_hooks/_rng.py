@@ -14,7 +14,7 @@ __all__ = ["rng_state", "set_rng_state", "rng_digest", "gather_objects", "rank_a
 
 
 def rng_state(all_cuda_devices: bool = False) -> Dict[str, Any]:
-    """This process's RNG states: ``python``, ``numpy`` (when imported), ``torch`` (CPU), and
+    """This process's RNG states: ``python``, ``numpy`` (when installed), ``torch`` (CPU), and
     ``cuda`` when CUDA is initialised — the current device's generator (one device per rank), or
     with ``all_cuda_devices`` the list of every visible device's (one process driving several)."""
     import torch
@@ -25,7 +25,10 @@ def rng_state(all_cuda_devices: bool = False) -> Dict[str, Any]:
     except ImportError:  # pragma: no cover - numpy is optional
         pass
     else:
-        state["numpy"] = numpy.random.get_state()
+        # Plain Python values, not an array: a checkpoint loaded with torch.load(weights_only=True)
+        # (Lightning's default) refuses numpy objects.
+        name, keys, pos, has_gauss, cached = numpy.random.get_state()
+        state["numpy"] = (str(name), keys.tolist(), int(pos), int(has_gauss), float(cached))
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all() if all_cuda_devices else torch.cuda.get_rng_state()
     return state

@@ -32,7 +32,10 @@ function sha256(data: Uint8Array | string): string {
 
 /** The hash `tools/setup_deepspeed.sh` stamps for the sources under `root/hooks`. */
 export function hooksSourceHash(root: string = PROJECT_DIR): string {
-  const files = ["hooks/pyproject.toml", ...packageFiles(join(root, "hooks/parity_hooks"), "hooks/parity_hooks")]
+  const files = [
+    "hooks/pyproject.toml",
+    ...packageFiles(join(root, "hooks/parity_hooks"), "hooks/parity_hooks"),
+  ]
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const lines = files.map((f) => `${sha256(readFileSync(join(root, f)))}  ${f}\n`).join("");
   return sha256(lines);

@@ -37,7 +37,10 @@ Deno.test("hooksStampProblem: a venv without the package or with an older one sa
     assert.equal(hooksStampProblem(venv, root), undefined);
     assert.equal(hooksSourceHash(root), await shellHash(root));
     await Deno.writeTextFile(join(root, "hooks/parity_hooks/__init__.py"), "x = 2\n");
-    assert.match(hooksStampProblem(venv, root)!, /older parity_hooks than \.\/hooks .*setup-deepspeed/);
+    assert.match(
+      hooksStampProblem(venv, root)!,
+      /older parity_hooks than \.\/hooks .*setup-deepspeed/,
+    );
   } finally {
     await Deno.remove(root, { recursive: true });
   }
