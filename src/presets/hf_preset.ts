@@ -134,8 +134,6 @@ export const HF_PRESET: PresetDescriptor = {
     // checkpoint root), so `metrics: {format: tensorboard}` finds it in the phase's folder.
     TENSORBOARD_LOGGING_DIR: join(vars.run_dir, HF_TENSORBOARD_DIR),
     OMP_NUM_THREADS: "1",
-    // No network: the script builds everything from local files.
-    HF_HUB_OFFLINE: "1",
   }),
   environmentProblem: (argSets = []) => {
     const venvs = [...new Set((argSets.length > 0 ? argSets : [{}]).map(hooksVenv))];
