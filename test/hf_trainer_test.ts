@@ -140,6 +140,17 @@ Deno.test({
     const again = await runExperiment(EXAMPLE, results);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /\(3 phases, all cached\)/);
+    // A calibration resume: the launcher scales the LR from the first resumed step (logged).
+    const calibrated = await runExperiment(EXAMPLE, results, [
+      "resume.native.sensitivity={lr_error: [1e-3]}",
+    ]);
+    assert.equal(calibrated.code, 0, calibrated.stderr);
+    const sensitivity = comparison(await latestSummary(results, "hf-trainer"), native.name)
+      .sensitivity;
+    assert.deepEqual(
+      sensitivity?.tried.map((t) => [t.verdict, t.first_divergent_step, t.applied]),
+      [["FAIL", 7, true]],
+    );
   },
 });
 
