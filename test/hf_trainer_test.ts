@@ -265,6 +265,10 @@ Deno.test({
       rule: "ambiguous",
       candidates: ["train/loss", "train/train_loss"],
     });
+    assert.match(
+      comparison(first, "baseline~resume-native").reason ?? "",
+      /does not report loss \(several metrics could be it: train\/loss, train\/train_loss; name one with metrics\.loss\)/,
+    );
 
     const named = [
       ...tensorboard,
