@@ -183,11 +183,14 @@ class ParityCallback(TrainerCallback):  # type: ignore[misc,valid-type]
         step = int(state.global_step)
         if not self.parity.should_save(step):
             return
-        tag_dir = os.path.join(args.output_dir, f"checkpoint-{step}")
-        digests, tensors = saved_digests(self.trainer, tag_dir, self.position)
         import torch.distributed as tdist
 
-        if tdist.is_available() and tdist.is_initialized():
+        distributed = tdist.is_available() and tdist.is_initialized()
+        if distributed:
+            tdist.barrier()  # rank 0 writes trainer_state.json: read it once it is there
+        tag_dir = os.path.join(args.output_dir, f"checkpoint-{step}")
+        digests, tensors = saved_digests(self.trainer, tag_dir, self.position)
+        if distributed:
             tdist.barrier()  # every rank's files are written before the marker says so
         if _rank() == 0:
             self.parity.saved(step, digests, tensors)
@@ -242,6 +245,19 @@ def main(argv: Optional[List[str]] = None) -> None:
     sys.argv = [script, *argv[1:]]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     runpy.run_path(script, run_name="__main__")
+    _end_process_group()
+
+
+def _end_process_group() -> None:
+    """Ends a process group the script left open: exiting with gloo's threads still running can
+    abort the process (``terminate called without an active exception``) after a clean run."""
+    if "torch.distributed" not in sys.modules:
+        return
+    import torch.distributed as tdist
+
+    if tdist.is_available() and tdist.is_initialized():
+        tdist.barrier()
+        tdist.destroy_process_group()
 
 
 if __name__ == "__main__":
