@@ -1,5 +1,6 @@
 /**
- * The DeepSpeed adapter's metrics writer, run with the machine's python3: what it writes is read
+ * The DeepSpeed hook's metrics writer (`parity_hooks.deepspeed`, its core needing only the standard
+ * library), run with the machine's python3 on the package's source folder: what it writes is read
  * back by the harness's strict JSONL reader with full precision, events and no diagnostics, and a
  * non-finite loss becomes a diagnosed value instead of invalid JSON.
  */
@@ -13,7 +14,7 @@ import { PROJECT } from "./_testing/cli_harness.ts";
 const SCRIPT = `
 import sys
 sys.path.insert(0, sys.argv[1])
-from parity_adapter import Parity
+from parity_hooks.deepspeed import Parity
 p = Parity.from_env()
 assert p.stop_at == 3 and p.save_at == 2 and p.load_location() == ("/ckpt", "global_step2")
 for step in range(1, p.stop_at + 1):
@@ -23,12 +24,12 @@ for step in range(1, p.stop_at + 1):
 p.step(4, loss=float("nan"))
 `;
 
-Deno.test("parity_adapter.py writes full-precision JSONL the harness reads back", async () => {
+Deno.test("parity_hooks.deepspeed writes full-precision JSONL the harness reads back", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const metrics = join(dir, "m", "metrics.jsonl");
     const out = await new Deno.Command("python3", {
-      args: ["-c", SCRIPT, join(PROJECT, "adapters/deepspeed")],
+      args: ["-c", SCRIPT, join(PROJECT, "hooks")],
       env: {
         PARITY_METRICS_FILE: metrics,
         PARITY_STEPS: "3",

@@ -357,6 +357,10 @@ Deno.test({
       assert.ok(
         bundle.wheels.some((w) => /^wheels\/deepspeed-0\.19\.8-py3-none-any\.whl$/.test(w)),
       );
+      assert.ok(
+        bundle.wheels.some((w) => /^wheels\/parity_hooks-0\.1\.0-py3-none-any\.whl$/.test(w)),
+        `the training script's parity_hooks travels: ${bundle.wheels.join(", ")}`,
+      );
       let bytes = 0;
       for await (const e of Deno.readDir(join(bundleDir, "wheels"))) {
         bytes += (await Deno.stat(join(bundleDir, "wheels", e.name))).size;
@@ -369,6 +373,10 @@ Deno.test({
       assert.match(
         offline.stdout,
         /^offline: deepspeed: (installed from the bundle|the target's python has it)/m,
+      );
+      assert.match(
+        offline.stdout,
+        /^offline: parity_hooks: (installed from the bundle|the target's python has it)/m,
       );
       assert.match(
         offline.stdout,

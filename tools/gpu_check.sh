@@ -6,7 +6,7 @@
 #   tools/gpu_check.sh --world-size N [--dry-run]   # choose the world size (1, 2, 4, 8 or 16)
 # Offline (a GPU box whose own preinstalled CUDA PyTorch build is used as it is, nothing pip-installed
 # from an index; no Deno, no DeepSpeed, no network):
-#   tools/gpu_check.sh --export DIR [--world-size N]  # here: the bundle of the run, DeepSpeed wheels in it
+#   tools/gpu_check.sh --export DIR [--world-size N]  # here: the bundle of the run, DeepSpeed and parity_hooks wheels in it
 #   tools/gpu_check.sh --offline DIR [--copy-to OUT]  # there: its phases with the system python3
 #                                                     # (then DIR without checkpoints into OUT/)
 #   tools/gpu_check.sh --import DIR                   # here: judge what came back, one line per comparison
@@ -106,7 +106,16 @@ if [[ $mode == export ]]; then
 for d in ["deepspeed", "hjson", "py-cpuinfo", "einops", "msgpack", "ninja", "pydantic", "pydantic-core", "annotated-types", "typing-inspection"]:
     print(f"{d}=={m.version(d)}")')
   DS_BUILD_OPS=0 "$venv_python" -m pip wheel --no-deps --no-build-isolation --quiet -w "$wheels" "${pins[@]}"
-  wheel_args=()
+  # The parity_hooks package the training script imports (parity_hooks.deepspeed), built from ./hooks
+  # in a temporary copy (an in-tree build would leave build/ and *.egg-info in hooks/).
+  rm -f "$wheels"/parity_hooks-*.whl
+  hooks_src="$(mktemp -d)"
+  cp -r "$root/hooks/pyproject.toml" "$root/hooks/README.md" "$root/hooks/parity_hooks" "$hooks_src/"
+  "$venv_python" -m pip wheel --no-deps --quiet -w "$wheels" "$hooks_src"
+  rm -rf "$hooks_src"
+  hooks_wheel=$(ls "$wheels"/parity_hooks-*-py3-none-any.whl 2>/dev/null | head -1)
+  [[ -n $hooks_wheel ]] || { echo "gpu_check: ERROR: no parity_hooks wheel built from ./hooks" >&2; exit 3; }
+  wheel_args=(--wheel "$hooks_wheel")
   for pin in "${pins[@]}"; do
     name="${pin%%==*}" version="${pin##*==}"
     file=$(ls "$wheels"/"${name//-/_}"-"$version"-*.whl 2>/dev/null | head -1)

@@ -1,6 +1,6 @@
 """What each process holds of every AutoEP expert parameter, one digest per expert slot.
 
-The logical digests of ``parity_adapter`` prove that a reshard restored the *whole* state; they
+The logical digests of ``parity_hooks.deepspeed`` prove that a reshard restored the *whole* state; they
 cannot say which process holds a wrong expert. This module records, per process, the expert
 parameters exactly as that process holds them after a load: for each parameter its local experts
 in packed order, and one digest per local expert slot of the module weight (its own dtype) and of
@@ -65,17 +65,17 @@ def _module_weight(param: Any) -> Any:
 def local_process_state(engine: Any) -> Dict[str, Any]:
     """This process's entry (collectives over each parameter's data-parallel group: call on
     every rank, same order)."""
-    from parity_adapter import (ABSENT, _base_optimizer, _expert_layout, _flat_states_by_storage,
-                                _fp16_optimizer_slices, _full_hp)
+    from parity_hooks.deepspeed import (ABSENT, base_optimizer, expert_layout, flat_states_by_storage,
+                                        fp16_optimizer_slices, full_hp)
 
-    base = _base_optimizer(engine)
-    flat_states = _flat_states_by_storage(base)
-    fp16_slices = _fp16_optimizer_slices(engine)
+    base = base_optimizer(engine)
+    flat_states = flat_states_by_storage(base)
+    fp16_slices = fp16_optimizer_slices(engine)
     params: Dict[str, Any] = {}
     ep_rank: Optional[int] = None
     ep_size: Optional[int] = None
     for name, param in sorted(engine.module.named_parameters(), key=lambda item: item[0]):
-        meta = _expert_layout(param)
+        meta = expert_layout(param)
         if meta is None or not param.requires_grad:
             continue
         ep_rank = int(meta["ep_rank"])
@@ -84,7 +84,7 @@ def local_process_state(engine: Any) -> Dict[str, Any]:
         entry: Dict[str, Any] = {"experts": [int(e) for e in meta["local_experts"]],
                                  "shape": list(module.shape), "module": slot_digests(module)}
         for kind, key in _OPTIMIZER_KEYS.items():
-            full = _full_hp(param, key, engine, flat_states, fp16_slices)
+            full = full_hp(param, key, engine, flat_states, fp16_slices)
             if full is not ABSENT:
                 entry[kind] = slot_digests(full.reshape(module.shape))
         params[name] = entry

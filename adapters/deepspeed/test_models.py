@@ -13,7 +13,8 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import parity_adapter  # noqa: E402
+import parity_hooks.deepspeed as ds_hook  # noqa: E402
+from parity_hooks import Contract  # noqa: E402
 import train_moe  # noqa: E402
 from models import AUTOEP_PRESETS, MOONLIGHT_16B_A3B, build_model, deepseek_v3_config  # noqa: E402
 from optimizers import optimizer_config  # noqa: E402
@@ -93,17 +94,17 @@ def test_corpus_memory_is_bounded_and_small_vocabularies_keep_the_dense_chain():
 
 
 def test_cuda_rng_is_restored_but_never_digested():
-    state = parity_adapter.rng_state()
+    state = ds_hook.rng_state()
     with_cuda = dict(state, cuda=torch.arange(8, dtype=torch.uint8))
     other_cuda = dict(state, cuda=torch.arange(8, 16, dtype=torch.uint8))
-    assert parity_adapter._replicated_rng(with_cuda) == parity_adapter._replicated_rng(other_cuda)
-    assert parity_adapter._replicated_rng(with_cuda) == parity_adapter._replicated_rng(state)
+    assert ds_hook._replicated_rng(with_cuda) == ds_hook._replicated_rng(other_cuda)
+    assert ds_hook._replicated_rng(with_cuda) == ds_hook._replicated_rng(state)
     # Two saved ranks whose CUDA generators differ still map onto another world size (here 1).
-    client = {parity_adapter.CLIENT_STATE_KEY: {"rng": [with_cuda, other_cuda], "data": {"position": 3}}}
-    assert parity_adapter.Parity(None, "", 1, 1, None, 1, None, None, None).restore_client_state(client) == {
+    client = {ds_hook.CLIENT_STATE_KEY: {"rng": [with_cuda, other_cuda], "data": {"position": 3}}}
+    assert ds_hook.Parity(Contract(steps=1, stop_at=1, seed=1)).restore_client_state(client) == {
         "position": 3
     }
 
 
 def test_collectives_use_the_cpu_without_nccl():
-    assert parity_adapter._comm_device() == torch.device("cpu")
+    assert ds_hook._comm_device() == torch.device("cpu")

@@ -1,5 +1,6 @@
 """A small MoE causal LM trained with real DeepSpeed + AutoEP on CPU ranks, speaking the parity
-trainer contract through parity_adapter.py. Launch it with torchrun (gloo):
+trainer contract through the parity_hooks package (``parity_hooks.deepspeed``, installed into the
+venv by tools/setup_deepspeed.sh). Launch it with torchrun (gloo):
 
     DS_ACCELERATOR=cpu .venv-deepspeed/bin/torchrun --standalone --nproc-per-node 2 \\
         adapters/deepspeed/train_moe.py --zero-stage 1 --precision bf16 --autoep-size 2
@@ -53,7 +54,8 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models import AUTOEP_PRESETS, build_model  # noqa: E402
 from optimizers import OPTIMIZERS, optimizer_config, prime_cpu_adam, scale_lr_on_resume  # noqa: E402
-from parity_adapter import Parity  # noqa: E402
+from parity_hooks import Contract  # noqa: E402
+from parity_hooks.deepspeed import Parity, base_optimizer, expert_layout, flat_states_by_storage, full_hp  # noqa: E402
 from process_state import write_process_state  # noqa: E402
 
 FAULTS = {
@@ -298,9 +300,8 @@ def unshare_adam_step(engine) -> int:
     the Adam state of every sub-group (stage3.py, load_hp_checkpoint_state_from_checkpoint_dir_stage3);
     torch's Adam increments it in place per sub-group step, so it advances once per sub-group per
     optimizer step. Gives every state entry its own copy. Returns how many entries were unshared."""
-    from parity_adapter import _base_optimizer
     seen, fixed = set(), 0
-    for state in _base_optimizer(engine).state.values():
+    for state in base_optimizer(engine).state.values():
         step = state.get("step")
         if step is None or not hasattr(step, "clone"):
             continue
@@ -341,8 +342,7 @@ def apply_load_fault(engine, a: argparse.Namespace) -> None:
 def expert_param_group(engine) -> dict:
     """The param group of the optimizer that applies the update holding the AutoEP expert
     parameters (DeepSpeed marks MoE groups with ``moe: True``)."""
-    from parity_adapter import _base_optimizer
-    groups = _base_optimizer(engine).param_groups
+    groups = base_optimizer(engine).param_groups
     moe = [g for g in groups if g.get("moe")]
     if len(moe) != 1:
         raise SystemExit(f"expected one MoE param group, found {len(moe)} of {len(groups)}: "
@@ -356,17 +356,16 @@ def swap_expert_moments(engine, name: str, e1: int, e2: int) -> None:
     the flat fp32 partition). Both experts must be local to this process (an ``autoep_size`` 1
     resume holds every expert). Call on every rank (the full moments are gathered over the
     parameter's data-parallel group)."""
-    from parity_adapter import _base_optimizer, _expert_layout, _flat_states_by_storage, _full_hp
     param = dict(engine.module.named_parameters())[name]
     mapping = getattr(param, "_hp_mapping", "none")
-    local = list(_expert_layout(param)["local_experts"])
+    local = list(expert_layout(param)["local_experts"])
     if mapping == "none" or e1 not in local or e2 not in local:
         raise SystemExit(f"--fault expert-moment-one-param needs ZeRO 1/2 and experts {e1}, {e2} local to every "
                          f"rank (autoep_size 1); {name} holds {local}")
-    flat_states = _flat_states_by_storage(_base_optimizer(engine))
+    flat_states = flat_states_by_storage(base_optimizer(engine))
     i, j = local.index(e1), local.index(e2)
     for key in ("exp_avg", "exp_avg_sq"):
-        full = _full_hp(param, key, engine, flat_states, {})
+        full = full_hp(param, key, engine, flat_states, {})
         full[[i, j]] = full[[j, i]].clone()
         if mapping is None:  # this rank holds no fragment of the parameter
             continue
@@ -481,8 +480,11 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
 
-    parity = Parity(a.metrics_file, os.environ.get("PARITY_PHASE", ""), a.steps, a.stop_at, a.save_at, a.seed,
-                    a.checkpoint_dir, a.resume_from, a.resume_kind, rank, a.out)
+    contract = Contract(phase=os.environ.get("PARITY_PHASE", ""), steps=a.steps, stop_at=a.stop_at,
+                        save_at=a.save_at, digest_at=a.digest_at, seed=a.seed, checkpoint_dir=a.checkpoint_dir,
+                        resume_from=a.resume_from, resume_kind=a.resume_kind, metrics_file=a.metrics_file,
+                        run_dir=a.out)
+    parity = Parity(contract, rank)
     torch.manual_seed(a.seed)  # identical initial weights on every rank
     model = build_model(a.model, a, MoECausalLM)
     if a.model == "moe":

@@ -65,6 +65,7 @@ const EXPECTED: Record<string, { path: string; message: string }> = {
     path: "resume.reshard.args.world_size",
     message: "ep_size 2 (inherited from trainer.args) does not divide world_size 3",
   },
+  "hf_without_script.yaml": { path: "trainer.args.script", message: "required by the hf preset" },
   "json_duplicate_key.json": { path: "schedule.steps", message: "duplicate key (line 3" },
   "json_syntax_error.json": { path: "", message: "JSON syntax error at line 4, column 3" },
   "log_without_pattern.yaml": {

@@ -80,9 +80,10 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
     ...(exp.trainer.topology_args ?? DEFAULT_TOPOLOGY_ARGS),
   ];
   const saved = pick(exp.trainer.args ?? {}, topologyKeys);
-  const tag = exp.trainer.checkpoint_tag === undefined
+  const tagTemplate = exp.trainer.checkpoint_tag ?? preset?.checkpointTag;
+  const tag = tagTemplate === undefined
     ? checkpointFolder(exp.schedule.save_at)
-    : interpolate(exp.trainer.checkpoint_tag, {
+    : interpolate(tagTemplate, {
       save_at: String(exp.schedule.save_at),
       steps: String(exp.schedule.steps),
       seed: String(exp.seed),
@@ -353,6 +354,7 @@ function compilePhase(
     vars,
     args: node.args,
     elementSize: exp.plan_sync?.element_size ?? 4,
+    baseDir: ctx.baseDir,
     nodes: executor.kind === "slurm" && executor.srun ? executor.nodes ?? 1 : 1,
   };
   const argv = preset
@@ -366,7 +368,7 @@ function compilePhase(
   // train.py beside the file; presets pass absolute paths and keep the phase folder.
   const cwd = entry.cwd
     ? resolve(ctx.baseDir, interpolate(entry.cwd, vars))
-    : preset
+    : preset && !preset.runsInExperimentDir
     ? paths.dir
     : ctx.baseDir;
   const spec: PhaseSpec = {
@@ -452,6 +454,7 @@ function metricsSpec(
   if (metrics?.pattern !== undefined) spec.pattern = metrics.pattern;
   if (metrics?.step_unit !== undefined) spec.step_unit = metrics.step_unit;
   if (metrics?.samples_per_step !== undefined) spec.samples_per_step = metrics.samples_per_step;
+  if (metrics?.loss !== undefined) spec.loss = metrics.loss;
   return spec;
 }
 

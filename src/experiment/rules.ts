@@ -44,6 +44,11 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
   // Preset arguments wherever they reach a preset's process.
   if (trainer) {
     checkPresetArgs(trainer, "trainer.args", exp.trainer.args, add);
+    for (const key of trainer.requiredArgs ?? []) {
+      if (exp.trainer.args?.[key] === undefined) {
+        add(`trainer.args.${key}`, `required by the ${trainer.name} preset`);
+      }
+    }
     for (const [name, entry] of Object.entries(exp.resume)) {
       checkPresetArgs(trainer, `resume.${name}.args`, entry.args, add);
     }
@@ -434,10 +439,11 @@ function checkMetrics(kind: ProgramKind, entry: ProcessEntry, add: Add) {
   if (!metrics) return;
   const at = `${kind}.metrics`;
   const preset = presetNamed(entry.preset);
-  if (preset && metrics.format !== preset.metricsFormat) {
+  const formats = preset ? [preset.metricsFormat, ...preset.otherMetricsFormats ?? []] : [];
+  if (preset && !formats.includes(metrics.format)) {
     add(
       `${at}.format`,
-      `the ${preset.name} preset writes ${preset.metricsFormat}, got ${
+      `the ${preset.name} preset writes ${formats.join(" or ")}, got ${
         describeValue(metrics.format)
       }`,
     );

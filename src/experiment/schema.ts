@@ -70,8 +70,14 @@ export const TrainerArgsSchema = z.object({
   grad_accum: positiveInt.optional().describe("micro-batches per optimizer step"),
   fault: z.string().optional().describe("inject one named resume bug (the preset's faults)")
     .meta({ examples: ["skip-rng-restore"] }),
-}).catchall(scalar).describe(
-  "trainer arguments: reference-preset flags, or values for ${args.<key>} in command templates",
+}).catchall(
+  z.union(
+    [scalar, z.array(z.string("expected a string"))],
+    "expected a string, number, boolean or list of strings",
+  ),
+).describe(
+  "trainer arguments: preset flags (the hf preset's script and lists of its arguments), or " +
+    "values for ${args.<key>} in command templates (a list as JSON text)",
 );
 
 /** How metrics are read from a trainer. */
@@ -84,6 +90,9 @@ export const MetricsSchema = z.object({
   step_unit: z.enum(["step", "samples"]).optional()
     .describe("what the step column counts; deepspeed-csv defaults to samples, others to step"),
   samples_per_step: positiveInt.optional().describe("deepspeed-csv with samples: global batch"),
+  loss: z.string().min(1, "expected a metric name").optional()
+    .describe("the tag, column or JSONL key that is the loss, when it is not named loss")
+    .meta({ examples: ["train/loss"] }),
 }).strict().describe("where and how the phase's metrics are read");
 
 /** Flaky-infrastructure retries. */

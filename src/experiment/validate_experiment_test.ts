@@ -73,7 +73,7 @@ Deno.test("validateExperiment() does not blame rules on a value the schema alrea
   const raw = quickstartRaw() as Loose;
   raw.trainer.preset = "referenc";
   deepEqual(errorLines(raw), [
-    'trainer.preset: expected one of reference, deepspeed, got "referenc" (did you mean reference?)',
+    'trainer.preset: expected one of reference, deepspeed, hf, got "referenc" (did you mean reference?)',
   ]);
 });
 

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Diagnostic } from "../types/summary.ts";
+import type { Diagnostic, LossAliasFinding } from "../types/summary.ts";
 import { type EventRecord, type MetricSeries, READER_CODES } from "./series.ts";
 
 /** A growable column: `values[i]`/`present[i]` for record `i`, valid below `length`. */
@@ -57,6 +57,13 @@ export class SeriesBuilder {
   #events: EventRecord[] = [];
   #aggregates = new Map<string, Aggregate>();
   #record = -1;
+  #lossName: string | undefined;
+  #lossFinding: LossAliasFinding | undefined;
+
+  /** `lossName`: the metric that is the loss when it is not `loss` (`metrics.loss`). */
+  constructor(lossName?: string) {
+    this.#lossName = lossName === "loss" ? undefined : lossName;
+  }
 
   /** Starts a new source file: backwards steps are judged within one source only. */
   startSource(): void {
@@ -271,23 +278,55 @@ export class SeriesBuilder {
     }
   }
 
+  /**
+   * Decides which metric is `loss`: the declared one (`metrics.loss`), else `loss` itself, else
+   * the one metric the alias rule matches. Several matches take none (a structured finding says
+   * which and why), and so does a declared name the source lacks (`#checkLoss` reports it).
+   */
   #aliasLoss(series: MetricSeries): void {
+    const declared = this.#lossName;
+    if (declared !== undefined) {
+      // The declared metric replaces any `loss` column the source also has.
+      delete series.values.loss;
+      delete series.present.loss;
+      if (series.values[declared] === undefined) return;
+      this.#takeLoss(series, { rule: "declared", candidates: [declared], chosen: declared });
+      return;
+    }
     if (series.values.loss !== undefined) return;
-    const names = Object.keys(series.values);
-    const candidates = names.filter((name) => {
+    const candidates = Object.keys(series.values).filter((name) => {
       const lower = name.toLowerCase();
       const last = lower.split("/").pop() ?? lower;
       return LOSS_ALIASES.includes(lower) || LOSS_ALIASES.includes(last) || last === "loss";
-    });
-    if (candidates.length !== 1) return;
-    const source = candidates[0];
+    }).sort();
+    if (candidates.length === 1) {
+      this.#takeLoss(series, { rule: "alias", candidates, chosen: candidates[0] });
+    } else if (candidates.length > 1) {
+      this.#lossFinding = { rule: "ambiguous", candidates };
+      this.note(
+        READER_CODES.lossAmbiguous,
+        "error",
+        "no loss, and several metrics could be it, so none is taken",
+        `${candidates.map((c) => `"${c}"`).join(", ")} all match the loss alias rule; ` +
+          `name one with metrics.loss (e.g. loss: ${candidates[0]})`,
+        undefined,
+        "loss",
+      );
+    }
+  }
+
+  #takeLoss(series: MetricSeries, finding: LossAliasFinding): void {
+    const source = finding.chosen!;
     series.values.loss = series.values[source];
     series.present.loss = series.present[source];
+    this.#lossFinding = finding;
     this.note(
       READER_CODES.lossAlias,
       "info",
       "loss taken from another metric",
-      `loss is read from "${source}"`,
+      finding.rule === "declared"
+        ? `loss is read from "${source}" (metrics.loss)`
+        : `loss is read from "${source}"`,
       undefined,
       "loss",
     );
@@ -301,7 +340,9 @@ export class SeriesBuilder {
         READER_CODES.missingLoss,
         "error",
         "step records without loss",
-        `no record carries "loss" (metrics: ${Object.keys(series.values).join(", ") || "none"})`,
+        `no record carries "${this.#lossName ?? "loss"}"${
+          this.#lossName ? " (metrics.loss)" : ""
+        } (metrics: ${Object.keys(series.values).join(", ") || "none"})`,
         series.steps[0],
         "loss",
       );
@@ -335,6 +376,12 @@ export class SeriesBuilder {
       };
       if (agg.step !== undefined) diagnostic.step = agg.step;
       if (agg.metric !== undefined) diagnostic.metric = agg.metric;
+      if (
+        this.#lossFinding &&
+        (code === READER_CODES.lossAlias || code === READER_CODES.lossAmbiguous)
+      ) {
+        diagnostic.loss_alias = this.#lossFinding;
+      }
       out.push(diagnostic);
     }
     return out;

@@ -32,7 +32,7 @@ export interface CsvSource {
 
 /** Parses csv_monitor texts (one per file) into one series. */
 export function parseDeepspeedCsv(sources: CsvSource[], options: ReadOptions = {}): MetricSeries {
-  const builder = new SeriesBuilder();
+  const builder = new SeriesBuilder(options.loss);
   // csv_monitor writes engine.global_samples in the step column unless the caller logged steps.
   const unit = options.step_unit ?? "samples";
   const perStep = options.samples_per_step;

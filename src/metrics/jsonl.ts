@@ -28,14 +28,14 @@ export function parseJsonl(text: string): MetricSeries {
  * Reads a metrics JSONL file; a missing file gives a series with `metrics-missing-file`. Events
  * naming a `tensors_file` get its map as `tensors`, read once here (see `tensors_file.ts`).
  */
-export async function readJsonl(path: string): Promise<MetricSeries> {
+export async function readJsonl(path: string, loss?: string): Promise<MetricSeries> {
   let bytes: Uint8Array;
   try {
     bytes = await Deno.readFile(path);
   } catch (error) {
     return unreadable(path, error);
   }
-  return resolveTensorFiles(parseJsonlBytes(bytes), dirname(path));
+  return resolveTensorFiles(parseJsonlBytes(bytes, undefined, loss), dirname(path));
 }
 
 /**
@@ -45,13 +45,14 @@ export async function readJsonl(path: string): Promise<MetricSeries> {
 export function parseJsonlBytes(
   bytes: Uint8Array,
   ascii: string | null | undefined = undefined,
+  loss?: string,
 ): MetricSeries {
   const decoder = new TextDecoder();
   if (ascii === undefined) {
     const text = decoder.decode(bytes);
     ascii = text.length === bytes.length ? text : null;
   }
-  const builder = new SeriesBuilder();
+  const builder = new SeriesBuilder(loss);
   builder.startSource();
   const length = bytes.length;
   // The last non-blank line decides between "truncated" and "unparseable".

@@ -24,7 +24,7 @@ import { readTensorboard } from "./tensorboard.ts";
 export function readMetrics(path: string, options: ReadOptions = {}): Promise<MetricSeries> {
   switch (options.format ?? "jsonl") {
     case "jsonl":
-      return readJsonl(path);
+      return readJsonl(path, options.loss);
     case "deepspeed-csv":
       return readDeepspeedCsv(path, options);
     case "log":

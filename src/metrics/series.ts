@@ -51,6 +51,11 @@ export interface ReadOptions {
   step_unit?: "step" | "samples";
   /** `deepspeed-csv` with samples: samples per optimizer step (global batch). */
   samples_per_step?: number;
+  /**
+   * The metric that is the loss (a TensorBoard tag, CSV column or JSONL key), when it is not
+   * named `loss`: it is read as `loss`, and no alias rule is tried (`metrics.loss`).
+   */
+  loss?: string;
 }
 
 /**
@@ -88,6 +93,11 @@ export const READER_CODES = {
   samplesPerStepMissing: "metrics-samples-per-step-missing",
   /** `loss` was taken from another metric (e.g. `train_loss`, `lm loss`) (info). */
   lossAlias: "metrics-loss-alias",
+  /**
+   * No `loss`, and several metrics the alias rule could take (e.g. HF's `train/loss` and
+   * `train/train_loss`): none is taken; `metrics.loss` names one.
+   */
+  lossAmbiguous: "metrics-loss-ambiguous",
   /** tensorboard: a record whose framing or checksum is wrong. */
   corruptRecord: "metrics-corrupt-record",
   /** log: the pattern is not a valid regex or lacks the `step` group. */

@@ -33,7 +33,7 @@ export function parseTensorboard(
   sources: EventFileSource[],
   options: ReadOptions = {},
 ): MetricSeries {
-  const builder = new SeriesBuilder();
+  const builder = new SeriesBuilder(options.loss);
   const unit = options.step_unit ?? "step";
   const perStep = options.samples_per_step;
   builder.checkSamplesPerStep(unit, perStep);

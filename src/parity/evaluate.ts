@@ -281,6 +281,15 @@ export function unjudgedComparison(fields: UnjudgedFields): ComparisonSummary {
   };
 }
 
+/** Why a series has no loss when the alias rule saw several candidates, from its finding. */
+function lossHint(plan: PlannedComparison, series: MetricSeries): string {
+  if (plan.metric !== "loss") return "";
+  const found = series.diagnostics.find((d) => d.loss_alias?.rule === "ambiguous")?.loss_alias;
+  return found
+    ? ` (several metrics could be it: ${found.candidates.join(", ")}; name one with metrics.loss)`
+    : "";
+}
+
 function judgeComparison(plan: PlannedComparison, context: JudgeContext): ComparisonSummary {
   const sides: MetricSeries[] = [];
   for (const name of [plan.a, plan.b]) {
@@ -292,7 +301,7 @@ function judgeComparison(plan: PlannedComparison, context: JudgeContext): Compar
       return unjudged(plan, `phase ${name} has no metrics to compare.`);
     }
     if (s.values[plan.metric] === undefined) {
-      return unjudged(plan, `phase ${name} does not report ${plan.metric}.`);
+      return unjudged(plan, `phase ${name} does not report ${plan.metric}${lossHint(plan, s)}.`);
     }
     sides.push(s);
   }

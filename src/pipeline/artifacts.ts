@@ -89,6 +89,10 @@ export function phaseOutputs(spec: PhaseSpec): Record<string, string | undefined
   return {
     dir: paths.dir,
     metrics: paths.metricsFile,
+    // The source the judge reads, when the trainer's metrics are not the contract's JSONL.
+    metrics_source: spec.metrics && spec.metrics.path !== paths.metricsFile
+      ? spec.metrics.path
+      : undefined,
     checkpoint_dir: spec.role === "split" ? paths.checkpointDir : undefined,
     checkpoint_tag: paths.checkpointTag,
     checkpoint_marker: spec.checkpointMarker,

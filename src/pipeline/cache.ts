@@ -34,6 +34,7 @@ export interface PhaseRecord extends PhaseSummary {
   /** Where its artifacts are. */
   outputs?: {
     metrics?: string;
+    metrics_source?: string;
     checkpoint_dir?: string;
     checkpoint_tag?: string;
     checkpoint_marker?: string;
@@ -190,7 +191,9 @@ export async function phaseCacheKey(
   codeDigest: string,
 ): Promise<string> {
   const keptEnv = cacheKeyEnv(spec.keyed.env).env;
-  const { path: _path, ...reader } = spec.metrics ?? { path: "" };
+  // Which metric is the loss (`metrics.loss`) is how the output is read, not what the phase
+  // produces: naming it re-runs nothing, like a tolerance.
+  const { path: _path, loss: _loss, ...reader } = spec.metrics ?? { path: "" };
   const material = {
     format: CACHE_FORMAT,
     deno: Deno.version.deno,

@@ -17,6 +17,11 @@ export type OutputHashes = Record<string, string>;
 export interface HashedOutputs {
   /** Metrics file or folder. */
   metrics?: string;
+  /**
+   * The judged metrics source when it is not `metrics` (`trainer.metrics.path`: a TensorBoard
+   * folder, a csv_monitor folder, a log), so such a phase is reused only while it is unchanged.
+   */
+  metrics_source?: string;
   /** Plan file of a plan phase. */
   plan?: string;
   /** Per-process expert state (`process_state.json`) of a trainer or plan-execute phase. */
@@ -24,7 +29,7 @@ export interface HashedOutputs {
 }
 
 /**
- * Hashes the metrics, plan and process-state outputs that lie inside `phaseDir` (files, or every file of a
+ * Hashes the metrics (file and judged source), plan and process-state outputs that lie inside `phaseDir` (files, or every file of a
  * folder); missing ones are left out.
  */
 export async function hashPhaseOutputs(
@@ -32,7 +37,7 @@ export async function hashPhaseOutputs(
   outputs: HashedOutputs,
 ): Promise<OutputHashes> {
   const hashes: OutputHashes = {};
-  for (const path of [outputs.metrics, outputs.plan, outputs.state]) {
+  for (const path of [outputs.metrics, outputs.metrics_source, outputs.plan, outputs.state]) {
     if (path === undefined) continue;
     const rel = insideRelative(phaseDir, path);
     if (rel !== null) await hashInto(phaseDir, rel, hashes);
@@ -51,7 +56,7 @@ export async function outputsChanged(
   recorded: OutputHashes | undefined,
 ): Promise<string | null> {
   if (recorded === undefined) return "its phase.json records no content hashes";
-  for (const path of [outputs?.metrics, outputs?.plan, outputs?.state]) {
+  for (const path of [outputs?.metrics, outputs?.metrics_source, outputs?.plan, outputs?.state]) {
     if (path === undefined) continue;
     const rel = insideRelative(phaseDir, path);
     if (rel === null) return `its phase.json names an output outside its folder: ${path}`;

@@ -114,6 +114,7 @@ export async function completedOutputs(
     outputs: phaseOutputs(spec),
     output_hashes: await hashPhaseOutputs(paths.dir, {
       metrics: paths.metricsFile,
+      metrics_source: spec.metrics?.path,
       plan: paths.planOut,
       state: paths.stateFile,
     }),

@@ -168,6 +168,7 @@ export async function attachEarlierJob(
       // What a later reuse verifies, as for a phase that completed under its own harness.
       output_hashes: await hashPhaseOutputs(dir, {
         metrics: record.outputs.metrics,
+        metrics_source: record.outputs.metrics_source,
         plan: record.outputs.plan,
         state: record.outputs.state,
       }),

@@ -14,6 +14,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { plannerFlags, type PresetContext, type PresetDescriptor, presetFlags } from "./preset.ts";
 import { PROJECT_DIR } from "./project_dir.ts";
+import { HOOKS_PACKAGE_DIR, hooksStampProblem } from "./hooks_stamp.ts";
 
 /** The preset's Python environment (`PARITY_DEEPSPEED_VENV` overrides where it is). */
 export const DEEPSPEED_VENV: string = Deno.env.get("PARITY_DEEPSPEED_VENV") ||
@@ -241,7 +242,8 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
   checkpointMarker: "parity_checkpoint_complete.json",
   gradAccumArg: "grad_accum",
   metricsFormat: "jsonl",
-  codeInputs: [ADAPTER_DIR, join(DEEPSPEED_VENV, ".parity-stamp")],
+  // The script imports parity_hooks.deepspeed, installed into the venv from ./hooks.
+  codeInputs: [ADAPTER_DIR, HOOKS_PACKAGE_DIR, join(DEEPSPEED_VENV, ".parity-stamp")],
   phaseCodeInputs: ({ args }) =>
     deepspeedVenv(args) === DEEPSPEED_VENV ? [] : [join(deepspeedVenv(args), ".parity-stamp")],
   argv: deepspeedArgv,
@@ -259,10 +261,13 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
       return "the deepspeed preset needs its Python environment: run `deno task setup-deepspeed` " +
         "(creates .venv-deepspeed/ with torch 2.13.0 and DeepSpeed 0.19.8)";
     }
-    const missing = [...new Set(argSets.map(deepspeedVenv))]
-      .filter((venv) => !existsSync(join(venv, "bin/python")));
-    return missing.length === 0 ? undefined : `the experiment names a DeepSpeed venv that does ` +
-      `not exist: ${missing.join(", ")} (build it with \`bash tools/setup_deepspeed.sh --venv ` +
-      `<path> --requirements <file>\`, e.g. tools/setup_deepspeed.sh --compat 0.19.7)`;
+    const venvs = [...new Set([DEEPSPEED_VENV, ...argSets.map(deepspeedVenv)])];
+    const missing = venvs.filter((venv) => !existsSync(join(venv, "bin/python")));
+    if (missing.length > 0) {
+      return `the experiment names a DeepSpeed venv that does not exist: ${missing.join(", ")} ` +
+        "(build it with `bash tools/setup_deepspeed.sh --deepspeed X.Y.Z`)";
+    }
+    // A venv holding an older parity_hooks would run other code than the cache key hashes.
+    return venvs.map((venv) => hooksStampProblem(venv)).find((problem) => problem !== undefined);
   },
 };

@@ -32,6 +32,11 @@ export interface PresetContext {
   /** Bytes per element for plan statistics (planner phases). */
   elementSize: number;
   /**
+   * The experiment file's folder: relative paths in arguments (a script) resolve against it
+   * (absent: the current folder).
+   */
+  baseDir?: string;
+  /**
    * Nodes a launcher preset's phase spans (`executor.nodes` of a Slurm phase run under `srun`;
    * absent: 1). Its argv then starts one launcher per node for that node's share of the ranks.
    */
@@ -56,10 +61,29 @@ export interface PresetDescriptor {
   executesPlans: boolean;
   /** File inside a saved tag folder that proves the save completed. */
   checkpointMarker?: string;
+  /**
+   * Template of the tag folder its split saves under `${checkpoint_dir}` (placeholders `save_at`,
+   * `steps`, `seed`, `experiment`); default `global_step${save_at}`. `trainer.checkpoint_tag`
+   * overrides it.
+   */
+  checkpointTag?: string;
+  /**
+   * Its phases run in the experiment file's folder, as a `command:` trainer's do, so relative
+   * paths among its arguments (a script's `--train_file data.txt`) mean what they say there;
+   * default false: the phase folder.
+   */
+  runsInExperimentDir?: boolean;
+  /** Arguments `trainer.args` must set. */
+  requiredArgs?: readonly string[];
   /** The argument that holds gradient accumulation (micro-batches per optimizer step). */
   gradAccumArg?: string;
   /** Format of the metrics it writes to `${metrics_file}`. */
   metricsFormat: MetricsFormat;
+  /**
+   * Other sources `trainer.metrics` may name instead (the program also writes them, e.g. the
+   * TensorBoard events of a Hugging Face script); default none.
+   */
+  otherMetricsFormats?: readonly MetricsFormat[];
   /** Files, folders or `!commands` whose content joins every phase's cache key. */
   codeInputs: readonly string[];
   /** Code inputs that depend on the phase's arguments (added to {@link codeInputs}). */

@@ -32,6 +32,8 @@ export interface MetricsSpec {
   step_unit?: "step" | "samples";
   /** `samples`: the global batch, to turn samples into steps. */
   samples_per_step?: number;
+  /** The metric (tag, column or JSONL key) that is the loss, when it is not named `loss`. */
+  loss?: string;
 }
 
 /** Where a phase's artifacts live (all inside the run folder) and what it reads. */

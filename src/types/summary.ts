@@ -413,6 +413,22 @@ export interface Diagnostic {
   step?: number;
   /** How many lines, steps or records share this finding (one diagnostic per code and phase). */
   count?: number;
+  /** The loss alias rule's finding (`metrics-loss-alias`, `metrics-loss-ambiguous`). */
+  loss_alias?: LossAliasFinding;
+}
+
+/**
+ * How a reader chose the metric it reads as `loss` when no `loss` was logged: `declared`
+ * (`metrics.loss` named it), `alias` (the one metric the alias rule matched), or `ambiguous`
+ * (several matched, so none was taken); docs/parity.md, "Metrics readers".
+ */
+export interface LossAliasFinding {
+  /** How the choice was made. */
+  rule: "declared" | "alias" | "ambiguous";
+  /** Every metric of the source the alias rule matched (sorted). */
+  candidates: string[];
+  /** The metric read as `loss`; absent when none was taken. */
+  chosen?: string;
 }
 
 /**

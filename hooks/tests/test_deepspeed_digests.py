@@ -1,13 +1,11 @@
-"""Unit tests of parity_adapter.py's engine digests on a small torch engine stand-in (one process,
+"""Unit tests of parity_hooks.deepspeed's engine digests on a small torch engine stand-in (one process,
 gloo group of 1, no DeepSpeed engine): per-tensor naming and per-expert entries, that the component
 digests are the same formula as before, and the ``param_groups``, ``engine_counters`` and
 ``loss_scaler`` components.
 
-    .venv-deepspeed/bin/python -m pytest adapters/deepspeed/test_engine_digests.py
+    .venv-hooks/bin/python -m pytest hooks/tests/test_deepspeed_digests.py
 """
 
-import os
-import sys
 import tempfile
 from types import SimpleNamespace
 
@@ -18,9 +16,9 @@ import deepspeed  # noqa: E402,F401
 import torch  # noqa: E402
 import torch.distributed as tdist  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import parity_adapter  # noqa: E402
-from parity_adapter import SEP, Parity, logical_state  # noqa: E402
+import parity_hooks.deepspeed as ds_hook  # noqa: E402
+from parity_hooks import Contract  # noqa: E402
+from parity_hooks.deepspeed import SEP, Parity, logical_state  # noqa: E402
 
 EXPERTS = 4
 
@@ -40,7 +38,7 @@ def one_process_group():
 @pytest.fixture(autouse=True)
 def world_expert_group(monkeypatch):
     """The expert-parallel group of the stand-in is the world (DeepSpeed registers none here)."""
-    monkeypatch.setattr(parity_adapter, "_ep_group", lambda param: None)
+    monkeypatch.setattr(ds_hook, "_ep_group", lambda param: None)
 
 
 class Model(torch.nn.Module):
@@ -110,7 +108,7 @@ def test_bf16_modules_get_module_entries_and_their_own_component():
 def test_param_groups_hash_hyper_parameters_in_group_order_not_params():
     a, b = engine(), engine()
     assert logical_state(a)[0]["param_groups"] == logical_state(b)[0]["param_groups"]
-    groups = parity_adapter.param_groups_state(a)
+    groups = ds_hook.param_groups_state(a)
     assert [g["weight_decay"] for g in groups] == [0.01, 0.01]
     assert all("params" not in g for g in groups)
     b.optimizer.param_groups[1]["weight_decay"] = 0.0
@@ -120,7 +118,7 @@ def test_param_groups_hash_hyper_parameters_in_group_order_not_params():
 def test_engine_counters_hash_the_window_position_not_the_raw_micro_steps():
     # DeepSpeed does not checkpoint micro_steps: a resumed engine restarts it at 0 on a boundary.
     at_save, resumed, mid_window = engine(micro_steps=100), engine(micro_steps=0), engine(micro_steps=101)
-    assert parity_adapter.engine_counters(at_save) == {"global_steps": 50, "global_samples": 400,
+    assert ds_hook.engine_counters(at_save) == {"global_steps": 50, "global_samples": 400,
                                                        "skipped_steps": 0, "window_micro_steps": 0}
     digest = lambda e: logical_state(e)[0]["engine_counters"]  # noqa: E731
     assert digest(at_save) == digest(resumed)
@@ -141,7 +139,7 @@ def test_loss_scaler_only_under_fp16():
 
 def test_checkpoint_state_hashes_the_saved_rng_and_data():
     e = engine()
-    p = Parity(None, "split", 10, 5, 5, 1, None, None, None)
+    p = Parity(Contract(phase="split", steps=10, stop_at=5, save_at=5, seed=1))
     running, _ = p.engine_state(e, data={"position": 40})
     honest = p.client_state({"position": 40}, step=5)
     assert p.checkpoint_state(e, honest)[0] == running

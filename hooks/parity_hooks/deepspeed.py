@@ -1,37 +1,42 @@
-"""Resume-parity adapter for DeepSpeed training scripts.
+"""The parity hook for DeepSpeed scripts: ``from parity_hooks.deepspeed import Parity``.
 
-A handful of calls make a DeepSpeed script speak the harness's trainer contract (README, "The
-trainer contract"): full-precision JSONL metrics, ``saved``/``loaded`` events with digests of the
-*logical* (unsharded, topology-independent) state, the checkpoint locations the harness chose, and
-the resume state DeepSpeed does not checkpoint itself (RNG, data position)::
+A DeepSpeed script speaks the harness's trainer contract (README, "The trainer contract") with
+three calls: full-precision metrics, ``saved``/``loaded``/``snapshot`` events with digests of the
+*logical* (unsharded, topology-independent) state, the checkpoint locations the harness chose,
+and the resume state DeepSpeed does not checkpoint itself (RNG, data position)::
 
-    from parity_adapter import Parity
-    parity = Parity.from_env()                          # reads PARITY_* variables
-    first = 1
-    if parity.resume_from:                              # resume phases
-        load_dir, tag = parity.load_location()
-        _, client = engine.load_checkpoint(load_dir, tag=tag)
-        sampler.load_state_dict(parity.restore_client_state(client))   # RNG + data position
-        first = parity.saved_step(client) + 1
-        digests, tensors = parity.engine_state(engine, data=sampler.state_dict())
-        parity.loaded(first - 1, digests=digests, tensors=tensors)
+    from parity_hooks.deepspeed import Parity
+    parity = Parity.from_env()                            # reads the PARITY_* variables
+    engine, *_ = deepspeed.initialize(...)                # then seed python/numpy/torch identically
+    first = parity.resume(engine, data=sampler)           # 1, or loads PARITY_RESUME_FROM: engine,
+                                                          # RNG, sampler; a 'loaded' event
     for step in range(first, parity.stop_at + 1):
-        loss = ...                                      # one optimizer step (all micro-batches)
+        loss = ...                                        # one optimizer step (all micro-batches)
         parity.step(step, loss=loss, lr=lr_used, grad_norm=engine.get_global_grad_norm())
-        if step == parity.save_at:                      # split phase only
-            client = parity.client_state(sampler.state_dict(), step=step)
-            engine.save_checkpoint(parity.checkpoint_dir, tag=f"global_step{step}", client_state=client)
-            digests, tensors = parity.checkpoint_state(engine, client)   # what the checkpoint holds
-            parity.mark_complete(f"{parity.checkpoint_dir}/global_step{step}", step)
-            parity.saved(step, digests=digests, tensors=tensors,
-                         micro_step=engine.micro_steps, grad_accum=engine.gradient_accumulation_steps())
+        parity.after_step(engine, step, data=sampler)     # 'snapshot' at PARITY_DIGEST_AT; at
+                                                          # PARITY_SAVE_AT saves, reports, marks
 
-Only the standard library is needed to write metrics (``Parity``, ``step``, ``saved``, ``loaded``,
-``digest_bytes``); everything touching torch or DeepSpeed imports them lazily. ``engine_digests``,
-``engine_state``, ``checkpoint_state``, ``client_state`` and ``restore_client_state`` use
-collectives: call them on every rank, in the same order. Only rank 0 writes. Numbers are written
-with ``repr``-exact precision: a float32 loss widened to float64 is exact, so the harness's exact
-lane can compare bits.
+``data`` is the data sampler (anything with ``state_dict()`` and ``load_state_dict()``), or
+``None``. The experiment file names the marker: ``trainer.checkpoint_marker:
+parity_checkpoint_complete.json``. ``after_step``'s save is the one recipe of the after-save
+digests, and scripts that need their own order (``train_moe.py``'s fault injection) call its
+parts in the same order:
+
+    client = parity.client_state(sampler.state_dict(), step=step)    # every rank's RNG + data
+    engine.save_checkpoint(parity.checkpoint_dir, tag=f"global_step{step}", client_state=client)
+    digests, tensors = parity.checkpoint_state(engine, client)       # what the checkpoint holds
+    parity.mark_complete(parity.contract.tag_dir(step), step)        # last file of the save
+    parity.saved(step, digests, tensors, micro_step=engine.micro_steps,
+                 grad_accum=engine.gradient_accumulation_steps())
+
+``checkpoint_state`` hashes the engine's state with the RNG states and data position *taken from
+the client_state that was saved*, not the running ones: a save that recorded them wrongly shows in
+the ``saved`` digests (the harness's save check). The resume's parts: ``load_location()``,
+``engine.load_checkpoint``, ``restore_client_state(client)``, ``saved_step(client)``,
+``engine_state(engine, data=...)``, ``loaded(...)``.
+
+Every call here that computes digests or state uses collectives: call it on every rank, in the
+same order. Only rank 0 writes. torch and DeepSpeed are imported lazily.
 
 Digest components (each a 16-hex SHA-256 prefix; a failing state check names the component):
 
@@ -57,30 +62,37 @@ Tensors are hashed one logical parameter at a time (gathered, hashed, dropped), 
 parameter's name, shape and fp32 bytes, in name order. The same pass gives one digest per
 parameter and tensor kind (``params``, ``exp_avg``, ``exp_avg_sq``, ``module``), and per expert
 for expert parameters: ``model.layers.0.mlp.experts.w2 · expert 1 · exp_avg`` (the names a failing
-state check lists in ``differing_tensors``). Events carry them as ``"tensors"``, or, above
-``TENSORS_INLINE_MAX`` entries, in a sidecar JSON file of the run folder named by
-``"tensors_file"``. AutoEP expert parameters (``[E_local, ...]``
-on each expert-parallel rank, tagged by DeepSpeed with ``ds_autoep_uc_meta``) are assembled into
-their logical ``[E, ...]`` form in global expert order, so a correct change of ``autoep_size`` or of
-the data-parallel size gives equal digests. The optimizer moments are read from the optimizer's
-own state, not through ``safe_get_full_optimizer_state``: after a native ZeRO-1/2 (and bf16
-optimizer) ``load_checkpoint`` DeepSpeed links the per-parameter optimizer fragments only inside the
-first ``step()``, so that helper raises before it; the digests are available right after loading.
+state check lists in ``differing_tensors``). Events carry them as ``"tensors"``, or, above 256
+entries, in a sidecar JSON file of the run folder named by ``"tensors_file"``. AutoEP expert
+parameters (``[E_local, ...]`` on each expert-parallel rank, tagged by DeepSpeed with
+``ds_autoep_uc_meta``) are assembled into their logical ``[E, ...]`` form in global expert order,
+so a correct change of ``autoep_size`` or of the data-parallel size gives equal digests. The
+optimizer moments are read from the optimizer's own state, not through
+``safe_get_full_optimizer_state``: after a native ZeRO-1/2 (and bf16 optimizer) ``load_checkpoint``
+DeepSpeed links the per-parameter optimizer fragments only inside the first ``step()``, so that
+helper raises before it; the digests are available right after loading.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from . import _events, _torch_state
+from ._digest import ABSENT, SEP, digest_json, hash_tensor, named_tensors_digest, rng_digest_of_states, tensor_digest
+from ._digest import replicated_rng_digest as _replicated_rng
+from ._events import COMPLETE_MARKER, TENSORS_INLINE_MAX
+from ._rng import gather_objects, rank_and_world, rng_digest, rng_state, set_rng_state
+
+__all__ = ["Parity", "CLIENT_STATE_KEY", "COMPLETE_MARKER", "DIGEST_COMPONENTS", "TENSORS_INLINE_MAX", "SEP",
+           "logical_state", "tensor_entries", "param_groups_state", "engine_counters", "loss_scaler_state",
+           "optimizer_step_state", "rng_state", "set_rng_state", "rng_digest", "ABSENT",
+           # engine internals that the repository's own DeepSpeed tools (process_state.py) read too
+           "base_optimizer", "expert_layout", "flat_states_by_storage", "fp16_optimizer_slices", "full_hp"]
 
 #: Key under which ``client_state`` carries what DeepSpeed does not checkpoint itself.
 CLIENT_STATE_KEY = "parity"
-
-#: Completion marker written into the tag folder after ``save_checkpoint`` returned (``mark_complete``).
-COMPLETE_MARKER = "parity_checkpoint_complete.json"
 
 DIGEST_COMPONENTS = ("params", "exp_avg", "exp_avg_sq", "module_weights", "optimizer_step", "lr_scheduler",
                      "param_groups", "engine_counters", "loss_scaler", "rng", "data")
@@ -89,143 +101,51 @@ DIGEST_COMPONENTS = ("params", "exp_avg", "exp_avg_sq", "module_weights", "optim
 TENSOR_KINDS = (("params", "params", None), ("exp_avg", "exp_avg", "exp_avg"),
                 ("exp_avg_sq", "exp_avg_sq", "exp_avg_sq"))
 
-#: Per-tensor entries an event carries inline; a larger map goes to a sidecar file (``tensors_file``).
-TENSORS_INLINE_MAX = 256
 
-#: How a per-tensor digest is named: ``<param> · <kind>``, ``<param> · expert <e> · <kind>``.
-SEP = " \u00b7 "
+class Parity(_events.Parity):
+    """The core :class:`parity_hooks.Parity` (metrics, events, marker) plus a DeepSpeed engine's
+    checkpoint locations, resume state and logical-state digests."""
 
+    # -- the one-line hooks --------------------------------------------------------------------------
 
-def _number(value: Any) -> float:
-    """A Python float of a number, tensor or numpy scalar (``.item()`` widens float32 exactly)."""
-    if hasattr(value, "item"):
-        value = value.item()
-    return float(value)
+    def resume(self, engine: Any, data: Any = None, **load_kwargs: Any) -> int:
+        """On a resume phase: loads ``PARITY_RESUME_FROM`` into ``engine`` (``load_kwargs`` go to
+        ``engine.load_checkpoint``), restores this rank's RNG and the sampler ``data`` (its
+        ``load_state_dict``), reports the ``loaded`` digests, and returns the first step to run.
+        Elsewhere returns 1. Call on every rank."""
+        if not self.resume_from:
+            return 1
+        load_dir, tag = self.load_location()
+        path, client = engine.load_checkpoint(load_dir, tag=tag, **load_kwargs)
+        if path is None:
+            raise RuntimeError(f"engine.load_checkpoint found nothing at {load_dir} tag {tag}")
+        saved_data = self.restore_client_state(client)
+        if data is not None and saved_data is not None:
+            data.load_state_dict(saved_data)
+        step = self.saved_step(client)
+        step = int(engine.global_steps) if step is None else step
+        digests, tensors = self.engine_state(engine, data=_data_state(data))
+        self.loaded(step, digests, tensors, kind=self.resume_kind, engine_global_steps=int(engine.global_steps))
+        return step + 1
 
-
-def digest_bytes(chunks: Iterable[bytes]) -> str:
-    """SHA-256 (first 16 hex digits) of byte chunks, in order."""
-    h = hashlib.sha256()
-    for chunk in chunks:
-        h.update(chunk)
-    return h.hexdigest()[:16]
-
-
-def digest_json(value: Any) -> str:
-    """Digest of a JSON-able value (keys sorted; tensors and other objects through ``repr``)."""
-    return digest_bytes([json.dumps(value, sort_keys=True, default=_json_default).encode()])
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return repr(value)
-
-
-def _write_json_atomic(path: str, value: Any) -> None:
-    """Writes ``value`` as JSON to ``path`` through a temporary file and a rename (fsynced), so a
-    reader sees the whole file or none."""
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, sort_keys=True, default=_json_default)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-class Parity:
-    """Writes the trainer contract's metrics for one phase and computes its state digests."""
-
-    def __init__(self, metrics_file: Optional[str], phase: str, steps: int, stop_at: int,
-                 save_at: Optional[int], seed: Optional[int], checkpoint_dir: Optional[str],
-                 resume_from: Optional[str], resume_kind: Optional[str], rank: int = 0,
-                 run_dir: Optional[str] = None) -> None:
-        self.metrics_file = metrics_file
-        self.phase = phase
-        self.steps = steps
-        self.stop_at = stop_at
-        self.save_at = save_at
-        self.seed = seed
-        self.checkpoint_dir = checkpoint_dir
-        self.resume_from = resume_from
-        self.resume_kind = resume_kind
-        self.rank = rank
-        self.run_dir = run_dir
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> "Parity":
-        """Reads the ``PARITY_*`` variables the harness sets (``RANK`` decides who writes)."""
-        steps = int(env.get("PARITY_STEPS", "0") or 0)
-        stop_at = int(env.get("PARITY_STOP_AT", "") or steps)
-        get = lambda k: env.get(k, "") or None  # noqa: E731
-        save_at = get("PARITY_SAVE_AT")
-        seed = get("PARITY_SEED")
-        return cls(get("PARITY_METRICS_FILE"), env.get("PARITY_PHASE", ""), steps, stop_at,
-                   int(save_at) if save_at else None, int(seed) if seed else None,
-                   get("PARITY_CHECKPOINT_DIR"), get("PARITY_RESUME_FROM"), get("PARITY_RESUME_KIND"),
-                   int(env.get("RANK", "0") or 0), get("PARITY_RUN_DIR"))
-
-    # -- writing -----------------------------------------------------------------------------------
-
-    def _write(self, record: Dict[str, Any]) -> None:
-        if self.rank != 0 or not self.metrics_file:
-            return
-        for key, value in record.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                # JSON has no NaN: write a string the harness diagnoses instead of invalid JSON.
-                record[key] = repr(value)
-        os.makedirs(os.path.dirname(os.path.abspath(self.metrics_file)), exist_ok=True)
-        with open(self.metrics_file, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, allow_nan=False) + "\n")
-            f.flush()
-
-    def step(self, step: int, loss: Any, **metrics: Any) -> None:
-        """One optimizer step's record: ``loss`` and any other scalar metrics, full precision."""
-        record: Dict[str, Any] = {"step": int(step), "loss": _number(loss)}
-        for name, value in metrics.items():
-            if value is not None:
-                record[name] = _number(value)
-        self._write(record)
-
-    def saved(self, step: int, digests: Optional[Mapping[str, str]] = None,
-              tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
-        """The ``saved`` event after a checkpoint (pass ``micro_step`` and ``grad_accum`` too)."""
-        self._event("saved", step, digests, tensors, extra)
-
-    def snapshot(self, step: int, digests: Optional[Mapping[str, str]] = None,
-                 tensors: Optional[Mapping[str, str]] = None) -> None:
-        """The ``snapshot`` event: the digests of the state after ``step`` of a run that does not save
-        (the baseline at ``PARITY_DIGEST_AT``), which the split's ``saved`` digests must equal."""
-        self._event("snapshot", step, digests, tensors, {})
-
-    def loaded(self, step: int, digests: Optional[Mapping[str, str]] = None,
-               tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
-        """The ``loaded`` event after restoring a checkpoint."""
-        self._event("loaded", step, digests, tensors, extra)
-
-    def _event(self, event: str, step: int, digests: Optional[Mapping[str, str]],
-               tensors: Optional[Mapping[str, str]], extra: Mapping[str, Any]) -> None:
-        record: Dict[str, Any] = {"event": event, "step": int(step), "digests": dict(digests or {})}
-        if tensors:
-            record.update(self._tensor_fields(event, step, tensors))
-        self._write({**record, **extra})
-
-    def _tensor_fields(self, event: str, step: int, tensors: Mapping[str, str]) -> Dict[str, Any]:
-        """``{"tensors": {...}}``, or for more than ``TENSORS_INLINE_MAX`` entries the sidecar
-        ``{"tensors_file": "tensors-<event>-<step>.json"}`` (named relative to the metrics file's
-        folder, which the harness resolves; written on rank 0 only, atomically)."""
-        if len(tensors) <= TENSORS_INLINE_MAX or not self.metrics_file:
-            return {"tensors": dict(tensors)}
-        if self.rank != 0:
-            return {}
-        metrics_dir = os.path.dirname(os.path.abspath(self.metrics_file))
-        folder = os.path.abspath(self.run_dir) if self.run_dir else metrics_dir
-        if os.path.relpath(folder, metrics_dir).startswith(os.pardir):
-            folder = metrics_dir  # the harness only reads sidecars inside the metrics file's folder
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, f"tensors-{event}-{int(step)}.json")
-        _write_json_atomic(path, dict(tensors))
-        return {"tensors_file": os.path.relpath(path, metrics_dir).replace(os.sep, "/")}
+    def after_step(self, engine: Any, step: int, data: Any = None, **info: Any) -> Optional[str]:
+        """After optimizer step ``step``: the ``snapshot`` at ``PARITY_DIGEST_AT``; at
+        ``PARITY_SAVE_AT`` the save into ``<PARITY_CHECKPOINT_DIR>/global_step<step>`` with the RNG
+        and data position in ``client_state``, the ``saved`` digests of what it holds, and the
+        completion marker. Returns the tag folder when it saved. Call on every rank."""
+        if self.should_snapshot(step):
+            self.snapshot(step, *self.engine_state(engine, data=_data_state(data)))
+        if not self.should_save(step):
+            return None
+        tag_dir = self.contract.tag_dir(step)
+        client = self.client_state(_data_state(data), step=step)
+        engine.save_checkpoint(self.checkpoint_dir, tag=os.path.basename(tag_dir), client_state=client)
+        digests, tensors = self.checkpoint_state(engine, client)
+        # save_checkpoint ends with a barrier: every rank's files are written once it returned.
+        self.mark_complete(tag_dir, step)
+        self.saved(step, digests, tensors, micro_step=int(engine.micro_steps),
+                   grad_accum=int(engine.gradient_accumulation_steps()), **info)
+        return tag_dir
 
     # -- checkpoint locations ------------------------------------------------------------------------
 
@@ -238,21 +158,20 @@ class Parity:
         return os.path.dirname(path), os.path.basename(path)
 
     def first_step(self, engine: Any = None) -> int:
-        """First optimizer step to run: 1, or one past the restored ``global_steps``."""
-        return int(getattr(engine, "global_steps", 0) or 0) + 1 if self.resume_from else 1
+        """First optimizer step to run: 1, one past the step :meth:`loaded` reported, or with an
+        ``engine`` on a resume phase one past its restored ``global_steps``."""
+        if engine is not None and self.resume_from:
+            return int(getattr(engine, "global_steps", 0) or 0) + 1
+        return super().first_step()
 
     def mark_complete(self, tag_dir: str, step: int, **info: Any) -> Optional[str]:
-        """Writes ``<tag_dir>/parity_checkpoint_complete.json`` atomically (rank 0 only). Call it on
-        every rank right after ``engine.save_checkpoint`` returned: DeepSpeed's own ``latest`` file is
-        written by rank 0 *before* the final barrier of ``save_checkpoint`` (other ranks may still be
-        writing their shards) and without an atomic rename, and nothing inside the tag folder marks
-        completion. ``save_checkpoint`` ends with a barrier, so once it returned on rank 0 every rank's
-        files are written. Use ``trainer.checkpoint_marker: parity_checkpoint_complete.json``."""
-        if self.rank != 0:
-            return None
-        path = os.path.join(tag_dir, COMPLETE_MARKER)
-        _write_json_atomic(path, {"step": int(step), **info})
-        return path
+        """The core marker (:meth:`parity_hooks.Parity.mark_complete`). Call it on every rank right
+        after ``engine.save_checkpoint`` returned: DeepSpeed's own ``latest`` file is written by rank
+        0 *before* the final barrier of ``save_checkpoint`` (other ranks may still be writing their
+        shards) and without an atomic rename, and nothing inside the tag folder marks completion.
+        ``save_checkpoint`` ends with a barrier, so once it returned on rank 0 every rank's files
+        are written."""
+        return super().mark_complete(tag_dir, step, **info)
 
     # -- resume state DeepSpeed does not checkpoint ---------------------------------------------------
 
@@ -261,7 +180,7 @@ class Parity:
         """``client_state`` for ``save_checkpoint``: every rank's RNG states (gathered: DeepSpeed writes
         ``client_state`` once, from rank 0), the data sampler's state and the optimizer step of the
         save. Call on every rank."""
-        return {CLIENT_STATE_KEY: {"rng": _gather_objects(rng_state()),
+        return {CLIENT_STATE_KEY: {"rng": gather_objects(rng_state()),
                                    "data": dict(data_state) if data_state is not None else None,
                                    "step": step}}
 
@@ -286,7 +205,7 @@ class Parity:
                            "(saved without Parity.client_state?)")
         if restore_rng:
             states: List[Any] = saved["rng"]
-            rank, world = _rank_and_world()
+            rank, world = rank_and_world()
             if len(states) == world:
                 mine = states[rank]
             elif all(_replicated_rng(s) == _replicated_rng(states[0]) for s in states):
@@ -300,17 +219,9 @@ class Parity:
     # -- digests ---------------------------------------------------------------------------------------
 
     @staticmethod
-    def tensor_digest(tensors: Iterable[Tuple[str, Any]]) -> str:
-        """Digest of named tensors in name order (CPU fp32 bytes, so ranks and layouts agree)."""
-        h = hashlib.sha256()
-        for name, tensor in sorted(tensors, key=lambda item: item[0]):
-            _hash_tensor(h, name, tensor)
-        return h.hexdigest()[:16]
-
-    def engine_digests(self, engine: Any, data: Optional[Mapping[str, Any]] = None,
-                       rng: bool = True) -> Dict[str, str]:
-        """Digests of the logical state of a DeepSpeed engine (call on every rank)."""
-        return self.engine_state(engine, data=data, rng=rng)[0]
+    def tensor_digest(tensors: Any) -> str:
+        """Digest of named tensors in name order, as fp32 (so ranks and layouts agree)."""
+        return named_tensors_digest((name, t if t is ABSENT else t.float()) for name, t in tensors)
 
     def engine_state(self, engine: Any, data: Optional[Mapping[str, Any]] = None, rng: bool = True,
                      saved_rng: Optional[List[Any]] = None) -> Tuple[Dict[str, str], Dict[str, str]]:
@@ -320,7 +231,7 @@ class Parity:
         running generators."""
         digests, tensors = logical_state(engine)
         if rng:
-            digests["rng"] = rng_digest() if saved_rng is None else rng_states_digest(saved_rng)
+            digests["rng"] = rng_digest() if saved_rng is None else rng_digest_of_states(saved_rng)
         if data is not None:
             digests["data"] = digest_json(dict(data))
         return digests, tensors
@@ -334,98 +245,25 @@ class Parity:
         return self.engine_state(engine, data=saved.get("data"), saved_rng=saved["rng"])
 
 
-# -- helpers needing torch / DeepSpeed (imported lazily) ------------------------------------------------
+def _data_state(data: Any) -> Optional[Dict[str, Any]]:
+    """A sampler's ``state_dict()``, a state mapping as it is, or None."""
+    if data is None:
+        return None
+    if hasattr(data, "state_dict"):
+        return dict(data.state_dict())
+    return dict(data)
 
 
-def _rank_and_world() -> Tuple[int, int]:
-    import torch.distributed as tdist
-    if tdist.is_available() and tdist.is_initialized():
-        return tdist.get_rank(), tdist.get_world_size()
-    return 0, 1
+# -- engine internals (torch / DeepSpeed imported lazily) ---------------------------------------------
 
 
-def _gather_objects(obj: Any) -> List[Any]:
-    import torch.distributed as tdist
-    if not (tdist.is_available() and tdist.is_initialized()):
-        return [obj]
-    out: List[Any] = [None] * tdist.get_world_size()
-    tdist.all_gather_object(out, obj)
-    return out
+def _hash_fp32(h: "hashlib._Hash", name: str, tensor: Any) -> None:
+    """A logical tensor as fp32 bytes, so every layout and precision of the same values agrees."""
+    hash_tensor(h, name, tensor if tensor is ABSENT else tensor.float())
 
 
-def rng_state() -> Dict[str, Any]:
-    """This process's RNG states: python ``random``, numpy, torch CPU, and the current CUDA device's
-    generator when CUDA is present (one device per rank: the other visible devices' generators are
-    not this rank's, and differ with the world size)."""
-    import random
-    import torch
-    state: Dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
-    try:
-        import numpy
-        state["numpy"] = numpy.random.get_state()
-    except ImportError:  # pragma: no cover
-        pass
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state()
-    return state
-
-
-def set_rng_state(state: Mapping[str, Any]) -> None:
-    import random
-    import torch
-    random.setstate(state["python"])
-    torch.set_rng_state(state["torch"])
-    if "numpy" in state:
-        import numpy
-        numpy.random.set_state(state["numpy"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state(state["cuda"])
-
-
-def rng_digest() -> str:
-    """Digest of the RNG states of every rank: of one state when all ranks agree (replicated RNG,
-    so the digest is topology-independent), else of the per-rank list. Call on every rank."""
-    return _rng_digest_of(_gather_objects(_replicated_rng(rng_state())))
-
-
-def rng_states_digest(states: List[Mapping[str, Any]]) -> str:
-    """:func:`rng_digest` of every rank's saved RNG states (a ``client_state``'s list; no collective)."""
-    return _rng_digest_of([_replicated_rng(state) for state in states])
-
-
-def _rng_digest_of(every: List[str]) -> str:
-    return every[0] if len(set(every)) == 1 else digest_json(every)
-
-
-def _replicated_rng(state: Mapping[str, Any]) -> str:
-    """Digest of the generators that can be replicated across ranks (all but CUDA's)."""
-    return digest_json(_rng_for_digest(state))
-
-
-def _rng_for_digest(state: Mapping[str, Any]) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for key, value in state.items():
-        if key == "cuda":  # per device, so per rank: restored, never part of the digest
-            continue
-        if key == "numpy":
-            name, keys, pos, has_gauss, cached = value
-            out[key] = [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]
-        elif key in ("torch",):
-            out[key] = hashlib.sha256(value.numpy().tobytes()).hexdigest()
-        else:
-            out[key] = value
-    return out
-
-
-def _hash_tensor(h: "hashlib._Hash", name: str, tensor: Any) -> None:
-    if tensor is ABSENT:
-        h.update(name.encode())
-        h.update(b"<absent>")
-        return
-    t = tensor.detach().float().cpu().contiguous()
-    h.update(name.encode())
-    h.update(repr(tuple(t.shape)).encode())
-    h.update(t.numpy().tobytes())
+def _fp32_digest(tensor: Any) -> str:
+    return tensor_digest(tensor if tensor is ABSENT else tensor.float())
 
 
 def _comm_device() -> Any:
@@ -437,7 +275,7 @@ def _comm_device() -> Any:
     return torch.device("cpu")
 
 
-def _base_optimizer(engine: Any) -> Any:
+def base_optimizer(engine: Any) -> Any:
     """The torch optimizer holding the fp32 state (below ZeRO / bf16 wrappers)."""
     opt = engine.optimizer
     while hasattr(opt, "optimizer") and not isinstance(getattr(opt, "state", None), dict):
@@ -448,7 +286,7 @@ def _base_optimizer(engine: Any) -> Any:
     return opt
 
 
-def _flat_states_by_storage(base_opt: Any) -> Dict[int, Tuple[Any, Dict[str, Any]]]:
+def flat_states_by_storage(base_opt: Any) -> Dict[int, Tuple[Any, Dict[str, Any]]]:
     """Optimizer state of flat fp32 partitions, keyed by the partition's storage pointer."""
     out = {}
     for key, state in base_opt.state.items():
@@ -456,15 +294,7 @@ def _flat_states_by_storage(base_opt: Any) -> Dict[int, Tuple[Any, Dict[str, Any
     return out
 
 
-class _Absent:
-    """An optimizer state that does not exist (yet): a fresh optimizer before its first step, e.g.
-    after ``load_checkpoint(load_optimizer_states=False)``. Hashed as a marker, never as zeros."""
-
-
-ABSENT = _Absent()
-
-
-def _fp16_optimizer_slices(engine: Any) -> Dict[int, Tuple[Any, int]]:
+def fp16_optimizer_slices(engine: Any) -> Dict[int, Tuple[Any, int]]:
     """Stage 0 with bf16/fp16 (DeepSpeed's FP16_Optimizer): the fp32 master of each module
     parameter is a slice of ``fp32_groups_flat[i]`` (params concatenated in ``fp16_groups[i]``
     order, no padding), and the base optimizer's state is keyed by that flat tensor."""
@@ -500,7 +330,7 @@ def _state_of(base: Any, tensor: Any) -> Dict[str, Any]:
     return {}
 
 
-def _full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int, Any],
+def full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int, Any],
              fp16_slices: Dict[int, Tuple[Any, int]]) -> Any:
     """The full fp32 tensor (``key=None``: master weight; else an optimizer state) of ``param``
     over its ZeRO data-parallel group, shaped like the *local* parameter, or ``ABSENT``."""
@@ -508,7 +338,7 @@ def _full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int,
     import deepspeed.comm as dist
 
     if hasattr(param, "ds_id"):  # ZeRO-3: reads the optimizer's flat fp32 partition directly
-        if key is not None and not _base_optimizer(engine).state:
+        if key is not None and not base_optimizer(engine).state:
             return ABSENT
         return param._z3_optimizer.get_full_hp_param(param, key).float().view(param.ds_shape)
     mapping = getattr(param, "_hp_mapping", None)
@@ -537,7 +367,7 @@ def _full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int,
         if key is None:
             source = flat
         else:
-            state = _state_of(_base_optimizer(engine), flat)
+            state = _state_of(base_optimizer(engine), flat)
             if key not in state:
                 return ABSENT
             source = state[key]
@@ -545,13 +375,13 @@ def _full_hp(param: Any, key: Optional[str], engine: Any, flat_states: Dict[int,
     # No wrapper (stage 0, fp32): the module parameter is the master weight.
     if key is None:
         return param.detach().float()
-    state = _base_optimizer(engine).state.get(param, {})
+    state = base_optimizer(engine).state.get(param, {})
     if key not in state:
         return ABSENT
     return state[key].float()
 
 
-def _expert_layout(param: Any) -> Optional[Dict[str, Any]]:
+def expert_layout(param: Any) -> Optional[Dict[str, Any]]:
     try:
         from deepspeed.checkpoint.constants import DS_AUTOEP_UC_META
     except ImportError:  # DeepSpeed before 0.19.8
@@ -590,7 +420,7 @@ def _logical(param: Any, local_full: Any) -> Any:
     import torch
     import torch.distributed as tdist
 
-    meta = _expert_layout(param)
+    meta = expert_layout(param)
     if meta is None or local_full is ABSENT:
         return local_full
     group = _ep_group(param)
@@ -628,9 +458,9 @@ def logical_state(engine: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
     ``param_groups``, ``engine_counters`` and ``loss_scaler`` (fp16), and one digest per tensor
     (:func:`tensor_entries`). Streams one logical parameter at a time: each is gathered once,
     hashed into its component and into its per-tensor entries, and dropped. Call on every rank."""
-    base = _base_optimizer(engine)
-    flat_states = _flat_states_by_storage(base)
-    fp16_slices = _fp16_optimizer_slices(engine)
+    base = base_optimizer(engine)
+    flat_states = flat_states_by_storage(base)
+    fp16_slices = fp16_optimizer_slices(engine)
     named = sorted(((n, p) for n, p in engine.module.named_parameters() if p.requires_grad),
                    key=lambda item: item[0])
     digests: Dict[str, str] = {}
@@ -638,8 +468,8 @@ def logical_state(engine: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
     for component, kind, key in TENSOR_KINDS:
         h = hashlib.sha256()
         for name, param in named:
-            full = _logical(param, _full_hp(param, key, engine, flat_states, fp16_slices))
-            _hash_tensor(h, name, full)
+            full = _logical(param, full_hp(param, key, engine, flat_states, fp16_slices))
+            _hash_fp32(h, name, full)
             tensors.update(tensor_entries(name, kind, full, _expert_count(param)))
         digests[component] = h.hexdigest()[:16]
     module = _module_weights_digest(named, tensors)
@@ -662,20 +492,14 @@ def tensor_entries(name: str, kind: str, full: Any, experts: Optional[int]) -> D
     expert parameter (``experts`` = E of its logical ``[E, ...]``) one entry per expert,
     ``"<name> · expert <e> · <kind>"`` (an absent state gives the absent marker's digest)."""
     if experts is None:
-        return {f"{name}{SEP}{kind}": _single_digest(full)}
-    return {f"{name}{SEP}expert {e}{SEP}{kind}": _single_digest(full if full is ABSENT else full[e])
+        return {f"{name}{SEP}{kind}": _fp32_digest(full)}
+    return {f"{name}{SEP}expert {e}{SEP}{kind}": _fp32_digest(full if full is ABSENT else full[e])
             for e in range(experts)}
-
-
-def _single_digest(tensor: Any) -> str:
-    h = hashlib.sha256()
-    _hash_tensor(h, "", tensor)
-    return h.hexdigest()[:16]
 
 
 def _expert_count(param: Any) -> Optional[int]:
     """E of an AutoEP expert parameter's logical ``[E, ...]`` shape; None for other parameters."""
-    meta = _expert_layout(param)
+    meta = expert_layout(param)
     return None if meta is None else int(meta["logical_shape"][0])
 
 
@@ -691,7 +515,7 @@ def _module_weights_digest(named: List[Tuple[str, Any]], tensors: Dict[str, str]
     h = hashlib.sha256()
     for name, param in named:
         full = _logical(param, _module_weight(param))
-        _hash_tensor(h, name, full)
+        _hash_fp32(h, name, full)
         tensors.update(tensor_entries(name, "module", full, _expert_count(param)))
     return h.hexdigest()[:16]
 
@@ -711,10 +535,7 @@ def param_groups_state(engine: Any) -> Any:
     """What the ``param_groups`` digest hashes: each param group's hyper-parameters (everything but
     ``params``) of the optimizer that applies the update, in group order; the list when every rank
     holds the same, else ``{"per_rank": [...]}`` (call on every rank)."""
-    groups = [{k: v for k, v in group.items() if k != "params"} for group in _base_optimizer(engine).param_groups]
-    plain = json.loads(json.dumps(groups, sort_keys=True, default=_json_default))
-    every = _gather_objects(plain)
-    return plain if all(other == plain for other in every) else {"per_rank": every}
+    return _torch_state.param_groups_state(base_optimizer(engine), gather_objects)
 
 
 def engine_counters(engine: Any) -> Dict[str, int]:
@@ -746,28 +567,13 @@ def loss_scaler_state(engine: Any) -> Optional[Dict[str, Any]]:
     return {key: getattr(scaler, key) for key in LOSS_SCALER_KEYS if hasattr(scaler, key)}
 
 
+
+def optimizer_step_state(engine: Any) -> Dict[str, Any]:
+    """What the ``optimizer_step`` digest hashes (``parity_hooks._torch_state.optimizer_step_state``)
+    of the torch optimizer below the ZeRO / bf16 wrappers, over every rank (call on every rank)."""
+    return _torch_state.optimizer_step_state(base_optimizer(engine), gather_objects)
+
+
 def optimizer_steps(engine: Any) -> List[int]:
     """Adam's own step counters (distinct values over every state entry on every rank, sorted)."""
     return optimizer_step_state(engine)["steps"]
-
-
-def optimizer_step_state(engine: Any) -> Dict[str, Any]:
-    """What the ``optimizer_step`` digest hashes: the distinct values of Adam's step counters over
-    every state entry on every rank, and whether two entries share one step *tensor*. torch's Adam
-    increments ``state["step"]`` in place once per ``optimizer.step()`` call, so a counter shared by
-    entries that are stepped separately (ZeRO-3 steps each sub-group on its own) advances several
-    times per optimizer step: equal values now, wrong bias correction from the next step on."""
-    base = _base_optimizer(engine)
-    steps = set()
-    seen: Dict[int, int] = {}
-    shared = False
-    for state in base.state.values():
-        if "step" in state:
-            step = state["step"]
-            steps.add(int(_number(step)))
-            if hasattr(step, "data_ptr"):
-                shared = shared or id(step) in seen
-                seen[id(step)] = 1
-    every = _gather_objects([sorted(steps), shared])
-    return {"steps": sorted({s for rank_steps, _ in every for s in rank_steps}),
-            "shared_step_tensors": any(flag for _, flag in every)}

@@ -1,0 +1,113 @@
+"""parity_hooks.torch: a real loop split, saved and resumed in-process; events carry the digests."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy
+import torch
+
+from conftest import read_jsonl
+from parity_hooks.torch import TorchParity, from_env, rng_state, set_rng_state
+
+
+def env(metrics, **extra):
+    return {"PARITY_METRICS_FILE": metrics, "PARITY_STEPS": "6", "PARITY_SEED": "3", **extra}
+
+
+class Position:
+    def __init__(self):
+        self.i = 0
+
+    def state_dict(self):
+        return {"i": self.i}
+
+    def load_state_dict(self, s):
+        self.i = s["i"]
+
+
+def run(e, forget_optimizer=False):
+    """A dropout MLP with AdamW and a step LR schedule, the loop of the hook's docstring."""
+    random.seed(3)
+    numpy.random.seed(3)
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.3), torch.nn.Linear(8, 1))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    pos = Position()
+    hook = from_env(model=model, optimizer=opt, scheduler=sched, data=pos, env=e)
+    if hook.resume_from:
+        ckpt = torch.load(os.path.join(hook.resume_from, "ckpt.pt"), weights_only=True)
+        model.load_state_dict(ckpt["model"])
+        if not forget_optimizer:
+            opt.load_state_dict(ckpt["optimizer"])
+        sched.load_state_dict(ckpt["scheduler"])
+        pos.load_state_dict(ckpt["data"])
+        set_rng_state(ckpt["rng"])
+        hook.loaded(ckpt["step"])
+    for step in range(hook.first_step(), hook.stop_at + 1):
+        x = torch.randn(5, 4, generator=torch.Generator().manual_seed(pos.i))
+        pos.i += 1
+        loss = model(x).pow(2).mean()
+        lr = opt.param_groups[0]["lr"]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        hook.step(step, loss, lr=lr)
+        if hook.should_snapshot(step):
+            hook.snapshot(step)
+        if hook.should_save(step):
+            tag = hook.contract.tag_dir(step)
+            os.makedirs(tag)
+            rng = rng_state()
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                        "data": pos.state_dict(), "rng": rng, "step": step}, os.path.join(tag, "ckpt.pt"))
+            hook.saved(step, rng=rng)
+            hook.mark_complete(tag, step)
+    return hook
+
+
+def test_a_clean_resume_reports_equal_digests_and_continues_bit_for_bit(tmp_path):
+    d = str(tmp_path)
+    run(env(f"{d}/base.jsonl", PARITY_DIGEST_AT="3"))
+    run(env(f"{d}/split.jsonl", PARITY_STOP_AT="3", PARITY_SAVE_AT="3", PARITY_CHECKPOINT_DIR=f"{d}/ck"))
+    assert os.path.exists(f"{d}/ck/global_step3/parity_checkpoint_complete.json")
+    hook = run(env(f"{d}/resume.jsonl", PARITY_CHECKPOINT_DIR=f"{d}/ck", PARITY_RESUME_FROM=f"{d}/ck/global_step3",
+                   PARITY_RESUME_KIND="native"))
+    assert isinstance(hook, TorchParity) and hook.first_step() == 4
+    base, split, resume = (read_jsonl(f"{d}/{n}.jsonl") for n in ("base", "split", "resume"))
+    (snapshot,) = [r for r in base if r.get("event") == "snapshot"]
+    (saved,) = [r for r in split if r.get("event") == "saved"]
+    (loaded,) = [r for r in resume if r.get("event") == "loaded"]
+    assert snapshot["digests"] == saved["digests"] == loaded["digests"]
+    assert sorted(saved["digests"]) == ["data", "exp_avg", "exp_avg_sq", "lr_scheduler", "optimizer_step",
+                                        "param_groups", "params", "rng"]
+    assert "0.weight · exp_avg" in saved["tensors"]
+    steps = lambda rs: [(r["step"], r["loss"], r["lr"]) for r in rs if "loss" in r]  # noqa: E731
+    assert steps(base) == steps(split) + steps(resume)
+    assert [s for s, _, _ in steps(resume)] == [4, 5, 6]
+
+
+def test_a_forgotten_optimizer_shows_in_the_loaded_digests(tmp_path):
+    d = str(tmp_path)
+    run(env(f"{d}/split.jsonl", PARITY_STOP_AT="3", PARITY_SAVE_AT="3", PARITY_CHECKPOINT_DIR=f"{d}/ck"))
+    run(env(f"{d}/resume.jsonl", PARITY_RESUME_FROM=f"{d}/ck/global_step3"), forget_optimizer=True)
+    (saved,) = [r for r in read_jsonl(f"{d}/split.jsonl") if r.get("event") == "saved"]
+    (loaded,) = [r for r in read_jsonl(f"{d}/resume.jsonl") if r.get("event") == "loaded"]
+    differ = sorted(k for k in saved["digests"] if saved["digests"][k] != loaded["digests"][k])
+    assert differ == ["exp_avg", "exp_avg_sq", "optimizer_step", "param_groups"]
+
+
+def test_saved_hashes_the_rng_the_checkpoint_holds_not_the_running_one(tmp_path):
+    hook = from_env(env=env(str(tmp_path / "m.jsonl")))
+    held = rng_state()
+    torch.rand(1)  # the save drew after capturing
+    hook.saved(1, rng=held)
+    hook.snapshot(1)
+    saved, snapshot = read_jsonl(str(tmp_path / "m.jsonl"))
+    assert saved["digests"]["rng"] != snapshot["digests"]["rng"]
+    set_rng_state(held)
+    hook.snapshot(2)
+    assert read_jsonl(str(tmp_path / "m.jsonl"))[-1]["digests"]["rng"] == saved["digests"]["rng"]
