@@ -48,7 +48,7 @@ Digest components (each a 16-hex SHA-256 prefix; a failing state check names the
 ``data``            the data sampler's state (position), when the script passes it
 
 Tensors are hashed one logical parameter at a time (gathered, hashed, dropped), keyed by the
-parameter's name, shape and fp32 bytes, in name order. The same pass gives one digest per
+parameter's name, dtype, shape and fp32 bytes, in name order. The same pass gives one digest per
 parameter and tensor kind (``params``, ``exp_avg``, ``exp_avg_sq``, ``module``), and per expert
 for expert parameters: ``model.layers.0.mlp.experts.w2 · expert 1 · exp_avg`` (the names a failing
 state check lists in ``differing_tensors``). Events carry them as ``"tensors"``, or, above 256
