@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable, List, Mapping, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 __all__ = ["ABSENT", "SEP", "digest_bytes", "digest_json", "hash_tensor", "tensor_digest",
            "named_tensors_digest", "json_default", "rng_digest_of_states", "replicated_rng_digest",
@@ -90,7 +90,7 @@ def named_tensors_digest(tensors: Iterable[Tuple[str, Any]]) -> str:
 
 
 def _rng_for_digest(state: Mapping[str, Any], include_cuda: bool) -> Mapping[str, Any]:
-    out = {}
+    out: Dict[str, Any] = {}
     for key, value in state.items():
         if key == "cuda" and not include_cuda:
             continue

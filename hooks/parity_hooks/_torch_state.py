@@ -56,11 +56,21 @@ def named_optimizer_params(model: Any, optimizer: Any) -> List[Tuple[str, Any]]:
     return sorted(out, key=lambda item: item[0])
 
 
+def _optimizer_class(optimizer: Any) -> str:
+    """The class name of the optimizer doing the update, below wrappers that keep it as
+    ``.optimizer`` (Accelerate's ``AcceleratedOptimizer``, DeepSpeed's and Lightning's wrappers)."""
+    seen = 0
+    while type(optimizer).__name__ not in _DEFAULT_STATE_KEYS and hasattr(optimizer, "optimizer") and seen < 8:
+        optimizer, seen = optimizer.optimizer, seen + 1
+    return type(optimizer).__name__
+
+
 def optimizer_state_keys(optimizer: Any) -> List[str]:
     """The per-parameter tensor state keys of ``optimizer`` (every key any parameter's state has,
     plus the keys its class always creates), ``step`` excluded, sorted."""
-    keys = set(_DEFAULT_STATE_KEYS.get(type(optimizer).__name__, ()))
-    if type(optimizer).__name__ == "SGD" and any(g.get("momentum", 0) for g in optimizer.param_groups):
+    kind = _optimizer_class(optimizer)
+    keys = set(_DEFAULT_STATE_KEYS.get(kind, ()))
+    if kind == "SGD" and any(g.get("momentum", 0) for g in optimizer.param_groups):
         keys.add("momentum_buffer")
     if any(g.get("amsgrad") for g in optimizer.param_groups):
         keys.add("max_exp_avg_sq")

@@ -19,21 +19,10 @@ and the resume state DeepSpeed does not checkpoint itself (RNG, data position)::
 ``data`` is the data sampler (anything with ``state_dict()`` and ``load_state_dict()``), or
 ``None``. The experiment file names the marker: ``trainer.checkpoint_marker:
 parity_checkpoint_complete.json``. ``after_step``'s save is the one recipe of the after-save
-digests, and scripts that need their own order (``train_moe.py``'s fault injection) call its
-parts in the same order:
-
-    client = parity.client_state(sampler.state_dict(), step=step)    # every rank's RNG + data
-    engine.save_checkpoint(parity.checkpoint_dir, tag=f"global_step{step}", client_state=client)
-    digests, tensors = parity.checkpoint_state(engine, client)       # what the checkpoint holds
-    parity.mark_complete(parity.contract.tag_dir(step), step)        # last file of the save
-    parity.saved(step, digests, tensors, micro_step=engine.micro_steps,
-                 grad_accum=engine.gradient_accumulation_steps())
-
-``checkpoint_state`` hashes the engine's state with the RNG states and data position *taken from
-the client_state that was saved*, not the running ones: a save that recorded them wrongly shows in
-the ``saved`` digests (the harness's save check). The resume's parts: ``load_location()``,
-``engine.load_checkpoint``, ``restore_client_state(client)``, ``saved_step(client)``,
-``engine_state(engine, data=...)``, ``loaded(...)``.
+digests (``checkpoint_state``: the engine's state with the RNG and data position the saved
+``client_state`` holds, not the running ones); docs/deepspeed.md, "Wiring your own DeepSpeed
+script", lists its parts in the order a script that needs its own order (``train_moe.py``'s fault
+injection) calls them.
 
 Every call here that computes digests or state uses collectives: call it on every rank, in the
 same order. Only rank 0 writes. torch and DeepSpeed are imported lazily.
@@ -59,7 +48,7 @@ Digest components (each a 16-hex SHA-256 prefix; a failing state check names the
 ``data``            the data sampler's state (position), when the script passes it
 
 Tensors are hashed one logical parameter at a time (gathered, hashed, dropped), keyed by the
-parameter's name, shape and fp32 bytes, in name order. The same pass gives one digest per
+parameter's name, dtype, shape and fp32 bytes, in name order. The same pass gives one digest per
 parameter and tensor kind (``params``, ``exp_avg``, ``exp_avg_sq``, ``module``), and per expert
 for expert parameters: ``model.layers.0.mlp.experts.w2 · expert 1 · exp_avg`` (the names a failing
 state check lists in ``differing_tensors``). Events carry them as ``"tensors"``, or, above 256

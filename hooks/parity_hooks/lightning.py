@@ -80,6 +80,7 @@ class ParityCallback(pl.Callback):
         self._lr: Optional[float] = None
         self._step_reported = 0
         self._saved_rng: Optional[Dict[str, Any]] = None
+        self._rng_at_save: Optional[Dict[str, Any]] = None
 
     # -- what the program passes to Lightning -----------------------------------------------------
 
@@ -173,13 +174,18 @@ class ParityCallback(pl.Callback):
                           stacklevel=2)
         tag = self.parity.contract.tag_dir(step)
         os.makedirs(tag, exist_ok=True)
-        self._rng_at_save = rng_state()
-        trainer.save_checkpoint(os.path.join(tag, CHECKPOINT_FILE))
-        self.parity.saved(step, *self.state(trainer, pl_module, rng=self._rng_at_save))
+        # One capture: the checkpoint holds it (on_save_checkpoint) and the 'saved' digests hash it.
+        self._rng_at_save = rng = rng_state()
+        try:
+            trainer.save_checkpoint(os.path.join(tag, CHECKPOINT_FILE))
+        finally:
+            self._rng_at_save = None
+        self.parity.saved(step, *self.state(trainer, pl_module, rng=rng))
         self.parity.mark_complete(tag, step)
 
     def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: Dict[str, Any]) -> None:
-        checkpoint[STATE_KEY] = {"rng": getattr(self, "_rng_at_save", None) or rng_state()}
+        # Any save (this callback's, or the program's own ModelCheckpoint) carries the RNG.
+        checkpoint[STATE_KEY] = {"rng": self._rng_at_save or rng_state()}
 
     def on_load_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: Dict[str, Any]) -> None:
         saved = checkpoint.get(STATE_KEY)

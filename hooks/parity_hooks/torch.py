@@ -72,15 +72,24 @@ class TorchParity(Parity):
                  optimizer: Any = None, scheduler: Any = None, data: Any = None,
                  extra: Optional[Mapping[str, Any]] = None) -> None:
         super().__init__(contract, rank)
-        self.track(model=model, optimizer=optimizer, scheduler=scheduler, data=data, extra=extra)
+        self.model: Any = model
+        self.optimizer: Any = optimizer
+        self.scheduler: Any = scheduler
+        self.data: Any = data
+        self.extra: Optional[Mapping[str, Any]] = extra
+
+    _TRACKED = ("model", "optimizer", "scheduler", "data", "extra")
 
     def track(self, **objects: Any) -> "TorchParity":
         """Sets (or replaces, e.g. after ``accelerator.prepare``) what the digests read:
         ``model``, ``optimizer``, ``scheduler``, ``data`` (its ``state_dict()``, a callable
-        returning a mapping, or a mapping) and ``extra`` (name -> JSON-able value or callable)."""
-        for name in ("model", "optimizer", "scheduler", "data", "extra"):
-            if name in objects or not hasattr(self, name):
-                setattr(self, name, objects.get(name))
+        returning a mapping, or a mapping) and ``extra`` (name -> JSON-able value or callable).
+        Objects not named stay as they are."""
+        unknown = sorted(set(objects) - set(self._TRACKED))
+        if unknown:
+            raise TypeError(f"track() takes {', '.join(self._TRACKED)}; not {', '.join(unknown)}")
+        for name, value in objects.items():
+            setattr(self, name, value)
         return self
 
     def state(self, rng: Any = True) -> Tuple[Dict[str, str], Dict[str, str]]:
