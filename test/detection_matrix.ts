@@ -1,7 +1,7 @@
 /**
  * The detection matrix: for every fault the reference trainer offers, what the harness must
  * report when the quickstart runs with `--set trainer.args.fault=<name>` (save at step 20). The
- * README's table is this data; `detection_matrix_*_test.ts` assert it against real runs.
+ * docs/reference-trainer.md's table is this data; `detection_matrix_*_test.ts` assert it against real runs.
  *
  * @module
  */

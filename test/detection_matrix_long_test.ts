@@ -1,5 +1,5 @@
 /**
- * The subtle-fault rows of the detection matrix (README): a clean 2000-step reshard must PASS
+ * The subtle-fault rows of the detection matrix (docs/reference-trainer.md): a clean 2000-step reshard must PASS
  * the drift lane although its loss drifts ~10^5 ULPs from the baseline, and each subtle fault
  * must FAIL it at the documented step. The rows share one results folder, so the baseline,
  * split and convert run once and every fault row re-runs only the resume (the fault is a

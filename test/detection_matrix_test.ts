@@ -1,5 +1,5 @@
 /**
- * The detection matrix (README): the quickstart with each reference-trainer fault must FAIL with
+ * The detection matrix (docs/reference-trainer.md): the quickstart with each reference-trainer fault must FAIL with
  * the documented comparison, first divergent step, state component and diagnostic; the clean
  * quickstart and a reshard-only experiment must PASS (no false alarms); a trainer adding tiny
  * noise to every loss must ABSTAIN. Every run is a real `run-experiment` process.

@@ -87,3 +87,38 @@ Deno.test("the docs give the matrix folder pattern the results store writes", ()
   assert.ok(docs.includes("results/name@k=v"), "the pattern is documented");
   assert.doesNotMatch(docs, /results\/name\(k=v/, "not the old name(k=v) form");
 });
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+function headingAnchor(heading: string): string {
+  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+}
+
+Deno.test("every link of the README, CONTRIBUTING.md and the hooks README resolves", () => {
+  const broken: string[] = [];
+  for (const doc of ["README.md", "CONTRIBUTING.md", "hooks/README.md"]) {
+    const text = Deno.readTextFileSync(join(PROJECT, doc));
+    // Code blocks hold commands and YAML, not links.
+    const prose = text.replace(/```[\s\S]*?```/g, "");
+    for (const m of prose.matchAll(/\]\(([^)\s]+)\)/g)) {
+      const target = m[1];
+      if (/^[a-z]+:/.test(target)) continue; // https:, mailto:
+      const [path, anchor] = target.split("#");
+      const file = path === ""
+        ? doc
+        : join(doc.includes("/") ? doc.slice(0, doc.lastIndexOf("/")) : "", path);
+      let body: string;
+      try {
+        body = Deno.statSync(join(PROJECT, file)).isFile
+          ? Deno.readTextFileSync(join(PROJECT, file))
+          : "";
+      } catch {
+        broken.push(`${doc}: ${target} (no such file)`);
+        continue;
+      }
+      if (anchor === undefined) continue;
+      const anchors = [...body.matchAll(/^#{1,6} (.+)$/gm)].map((h) => headingAnchor(h[1]));
+      if (!anchors.includes(anchor)) broken.push(`${doc}: ${target} (no such heading)`);
+    }
+  }
+  assert.deepEqual(broken, []);
+});
