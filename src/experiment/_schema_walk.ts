@@ -121,9 +121,17 @@ function scalarKind(schema: z.ZodType): "string" | "free" | "typed" {
   const def = defOf(unwrapSchema(schema));
   if (def.type === "string") return "string";
   if (def.type !== "union") return "typed";
-  const types = new Set(
-    (def.options as z.ZodType[]).map((option) => defOf(unwrapSchema(option)).type as string),
-  );
+  // A free-form key may also hold a list (`script_args`): no scalar text is read as one by
+  // accident, so only the scalar options decide.
+  const types = new Set(_leafTypes(schema).filter((t) => t !== "array"));
   const primitive = [...types].every((t) => t === "string" || t === "number" || t === "boolean");
   return primitive && types.has("string") && types.size > 1 ? "free" : "typed";
+}
+
+/** The types of a schema's options, nested unions flattened. */
+function _leafTypes(schema: z.ZodType): string[] {
+  const def = defOf(unwrapSchema(schema));
+  return def.type === "union"
+    ? (def.options as z.ZodType[]).flatMap(_leafTypes)
+    : [def.type as string];
 }
