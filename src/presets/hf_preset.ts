@@ -129,10 +129,14 @@ export const HF_PRESET: PresetDescriptor = {
   phaseCodeInputs: (ctx) =>
     [fileArg(ctx, "script"), fileArg(ctx, "deepspeed")].filter((p): p is string => p !== undefined),
   argv: hfArgv,
-  env: ({ vars }): Record<string, string> => ({
+  env: ({ vars, args }): Record<string, string> => ({
     // HF's TensorBoard callback writes here (not under --output_dir, which is the split's
     // checkpoint root), so `metrics: {format: tensorboard}` finds it in the phase's folder.
     TENSORBOARD_LOGGING_DIR: join(vars.run_dir, HF_TENSORBOARD_DIR),
+    // Under --deepspeed, DeepSpeed's JIT ops live in the phase's venv (setup-hooks builds them
+    // there); the default ~/.cache/torch_extensions is shared by every venv, which then rebuild
+    // each other's ops (minutes per phase).
+    TORCH_EXTENSIONS_DIR: join(hooksVenv(args), "torch_extensions"),
     OMP_NUM_THREADS: "1",
   }),
   environmentProblem: (argSets = []) => {

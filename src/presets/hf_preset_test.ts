@@ -82,3 +82,20 @@ Deno.test("hf preset: its marker is the one parity_hooks writes", async () => {
   );
   assert.match(events, new RegExp(`COMPLETE_MARKER = "${HF_PRESET.checkpointMarker}"`));
 });
+
+Deno.test("hf preset: DeepSpeed's JIT ops come from the phase's own venv, not a shared cache", () => {
+  const ctx = (venvArgs: Record<string, unknown>) => ({
+    tool: "trainer" as const,
+    vars,
+    args: { ...args, ...venvArgs },
+    elementSize: 4,
+    baseDir: "/exp",
+  });
+  const env = HF_PRESET.env!(ctx({}));
+  assert.equal(env.TORCH_EXTENSIONS_DIR, join(HOOKS_VENV, "torch_extensions"));
+  assert.equal(env.TENSORBOARD_LOGGING_DIR, "/r/phases/baseline/tensorboard");
+  assert.equal(
+    HF_PRESET.env!(ctx({ venv: "/tmp/venv-x" })).TORCH_EXTENSIONS_DIR,
+    "/tmp/venv-x/torch_extensions",
+  );
+});
