@@ -349,6 +349,7 @@ async function launchPhase(
     exit_code: result.exitCode,
     cache_key: state.key,
     attempts: attempt,
+    ...(state.devices ? { devices: state.devices } : {}),
     ...(retries.length > 0 ? { retries } : {}),
   };
   if (status !== "ok") {

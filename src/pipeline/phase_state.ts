@@ -8,7 +8,12 @@
 
 import type { MetricSeries } from "../metrics/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
-import type { PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
+import type {
+  PhaseDevices,
+  PhaseStatus,
+  PhaseSummary,
+  PlanSyncSummary,
+} from "../types/summary.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import type { Manifest } from "./manifest.ts";
 import type { LaunchGate } from "./launch_gate.ts";
@@ -26,6 +31,8 @@ export interface PhaseState {
   forced: boolean;
   /** Ran or was reused, so its folder holds its outputs. */
   present: boolean;
+  /** The pool's devices it holds while it runs (`devices:`). */
+  devices?: PhaseDevices;
   /** The summary entry, once ended. */
   summary?: PhaseSummary;
   /** Plan phases: the verifier's summary. */

@@ -36,6 +36,7 @@ import type { PhaseContext, PhaseState } from "./phase_state.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { attachPlanExecutions } from "./plan_execution_check.ts";
 import { LaunchGate } from "./launch_gate.ts";
+import { DevicePool, deviceEnv } from "./device_pool.ts";
 import { acquireRunLock } from "./lock.ts";
 import { importBundle, type ImportResult } from "./offline_import.ts";
 import type { Progress, RunCard } from "./run_progress.ts";
@@ -309,24 +310,28 @@ async function schedulePhases(
   const holding = new Set<string>();
   let freed = Promise.withResolvers<void>();
   const parallel = Math.max(1, plan.parallel);
+  // With a device pool, free devices bound what runs at once instead of `parallel`.
+  const pool = plan.devices ? new DevicePool(plan.devices) : undefined;
+  const taken = new Map<string, number[]>();
+  const release = (name: string) => {
+    const ids = taken.get(name);
+    if (ids) pool!.give(ids);
+    taken.delete(name);
+    if (holding.delete(name)) freed.resolve();
+  };
   const launch = async (state: PhaseState) => {
     const name = state.spec.name;
     state.status = "running";
     holding.add(name);
     ctx.gate.begin(name);
-    const hooks = {
-      started: () => ctx.gate.end(name),
-      released: () => {
-        if (holding.delete(name)) freed.resolve();
-      },
-    };
+    const hooks = { started: () => ctx.gate.end(name), released: () => release(name) };
     try {
       // With --only, a phase outside the selection is only looked up in the cache, never run,
       // so the selected phases are still compared with earlier results when there are any.
       await executePhase(state, ctx, selected, hooks);
     } finally {
       ctx.gate.end(name);
-      holding.delete(name);
+      release(name);
     }
     // A completion marker that cannot be written (a full disk) stops the run like a failure.
     state.completion?.catch(() => stopLaunching = true);
@@ -347,9 +352,10 @@ async function schedulePhases(
     if (interruption()) stopLaunching = true;
     if (!stopLaunching) {
       for (const state of states.values()) {
-        if (holding.size >= parallel) break;
+        if (!pool && holding.size >= parallel) break;
         if (state.status !== "pending") continue;
         if (!state.spec.consumes.every((c) => states.get(c)!.status === "ok")) continue;
+        if (pool && !takeDevices(pool, state, taken)) continue;
         const p: Promise<void> = launch(state).finally(() => running.delete(p));
         running.add(p);
       }
@@ -368,6 +374,21 @@ async function schedulePhases(
     );
   }
   return interrupted;
+}
+
+/**
+ * Takes a pending phase's devices from the pool, or returns false while too few are free. The
+ * phase's environment gets them (`deviceEnv`); its cache key does not change, since which
+ * devices a phase runs on must not change what it computes.
+ */
+function takeDevices(pool: DevicePool, state: PhaseState, taken: Map<string, number[]>): boolean {
+  const ids = pool.take(state.spec.devices ?? 0);
+  if (!ids) return false;
+  taken.set(state.spec.name, ids);
+  state.devices = { kind: pool.kind, ids };
+  const ranks = state.spec.tool === "trainer" ? Math.max(1, state.spec.devices ?? 1) : 1;
+  state.spec = { ...state.spec, env: { ...state.spec.env, ...deviceEnv(pool.kind, ids, ranks) } };
+  return true;
 }
 
 /** A run's summary, the evidence it was judged on and its `losses.csv`. */

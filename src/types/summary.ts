@@ -55,6 +55,21 @@ export interface PhaseSummary {
   consumes?: string[];
   /** The run folder the artifacts live in when reused from an earlier run. */
   source_run?: string;
+  /**
+   * Reused from a run of another experiment in the same results folder (the same cache key:
+   * the same inputs, by content): that experiment's folder name.
+   */
+  shared_from?: string;
+  /** The devices of the pool it ran on (`devices:`). */
+  devices?: PhaseDevices;
+}
+
+/** Devices of a pool that one phase ran on. */
+export interface PhaseDevices {
+  /** GPUs or CPU cores. */
+  kind: "cuda" | "cpu";
+  /** Their ids. */
+  ids: number[];
 }
 
 /** One lane's judgement of metric `metric` between phases `a` and `b`. */
