@@ -57,6 +57,12 @@ export interface PhaseContext {
    * any other harness from adding one during the run.
    */
   earlierRuns: readonly string[];
+  /**
+   * Run folders of the other experiments in the same results folder, oldest first: a phase
+   * with no earlier result of its own is reused from one of them when its cache key (its
+   * inputs, by content) is equal. Empty with `--import`.
+   */
+  suiteRuns: readonly string[];
   /** Folder relative code inputs resolve against. */
   baseDir: string;
   /** Environment for `$NAME` in `!command` code inputs. */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { join, relative, resolve } from "node:path";
+import { basename, join, relative, resolve } from "node:path";
 import { stringify as toYaml } from "yaml";
 import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts";
 import {
@@ -175,6 +175,7 @@ async function runLocked(
   for (const note of await removeStrayTemporaries(experimentDir, allEarlier)) progress.note(note);
   // An imported bundle is judged as it came back: no other earlier run stands in for its phases.
   const earlierRuns = imported ? [imported.runDir] : allEarlier;
+  const suiteRuns = imported ? [] : await otherExperimentsRuns(options.resultsDir, experimentDir);
   const manifestPath = join(runDir, "manifest.json");
   const unknownGit = Promise.withResolvers<Manifest["git"]>();
   const hashes: Record<string, string> = {};
@@ -193,6 +194,7 @@ async function runLocked(
     experimentDir,
     runDir,
     earlierRuns,
+    suiteRuns,
     baseDir: options.baseDir,
     harnessEnv: options.harnessEnv,
     manifest,
@@ -255,6 +257,24 @@ async function runLocked(
       ...[...states.values()].map((s) => s.completion),
     ]);
   }
+}
+
+/**
+ * The run folders of every other experiment in `resultsDir`, oldest first by run id (which
+ * starts with its time), so the newest equal phase of the suite is found first.
+ */
+async function otherExperimentsRuns(resultsDir: string, experimentDir: string): Promise<string[]> {
+  const runs: string[] = [];
+  try {
+    for await (const e of Deno.readDir(resultsDir)) {
+      const dir = join(resultsDir, e.name);
+      if (!e.isDirectory || resolve(dir) === resolve(experimentDir)) continue;
+      runs.push(...await listRuns(dir));
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return runs.sort((a, b) => basename(a).localeCompare(basename(b)));
 }
 
 /**
