@@ -9,7 +9,8 @@
 import { join, relative } from "node:path";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { redactEnv } from "../process/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import { phaseSteps, type PlannedBill, plannedBill } from "./run_bill.ts";
+import type { DevicePoolSpec, PhaseSpec } from "../types/phase_spec.ts";
 import { findCachedPhase } from "./cache.ts";
 import { computeKeys } from "./phase_execution.ts";
 import { experimentFolderName, listRuns } from "./run_store.ts";
@@ -51,6 +52,13 @@ export interface PlanPreview {
   experiment_dir: string;
   /** Phases in run order. */
   phases: PhasePreview[];
+  /** The bill before anything runs: the work planned, and what would train after the cache. */
+  bill: PlannedBill & {
+    /** Step-equivalents of the phases the cache would not reuse. */
+    to_train_step_equivalents: number;
+    /** The device pool (`devices:`), when declared. */
+    devices?: DevicePoolSpec;
+  };
 }
 
 /** Options of {@link previewPlan}. */
@@ -89,7 +97,14 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
       cached_from: hit && !hit.artifactsMissing ? hit.runDir : null,
     });
   }
-  return { experiment: exp.name, experiment_dir: experimentDir, phases };
+  const toRun = new Set(phases.filter((p) => p.cached_from === null).map((p) => p.name));
+  const bill = {
+    ...plannedBill(plan.phases, plan.judge.saveAt),
+    to_train_step_equivalents: plan.phases.filter((spec) => toRun.has(spec.name))
+      .reduce((a, spec) => a + phaseSteps(spec, plan.judge.saveAt), 0),
+    ...(plan.devices ? { devices: plan.devices } : {}),
+  };
+  return { experiment: exp.name, experiment_dir: experimentDir, phases, bill };
 }
 
 /** The preview as text for a person: one block per phase. */
@@ -99,6 +114,7 @@ export function formatPlanPreview(preview: PlanPreview): string {
   const lines = [
     `experiment ${preview.experiment}: ${preview.phases.length} phases, ` +
     `<run> = ${where(join(preview.experiment_dir, NEXT_RUN))}`,
+    billPreviewLine(preview.bill),
   ];
   for (const [i, p] of preview.phases.entries()) {
     const cache = p.cached_from ? `cached from ${where(p.cached_from)}` : "runs";
@@ -116,6 +132,16 @@ export function formatPlanPreview(preview: PlanPreview): string {
     }
   }
   return lines.join("\n");
+}
+
+function billPreviewLine(bill: PlanPreview["bill"]): string {
+  const pool = bill.devices
+    ? `pool ${bill.devices.kind} [${bill.devices.ids.join(",")}]`
+    : "no device pool (one phase at a time unless parallel is set)";
+  return `bill: ${bill.step_equivalents} step-equivalents planned, ` +
+    `${bill.to_train_step_equivalents} to train after the cache; critical path ` +
+    `${bill.critical_path_steps} (${bill.critical_path.join(" → ")}); widest phase ` +
+    `${bill.widest_phase_devices} devices; ${pool}`;
 }
 
 /** An argument as a person would type it (for reading only: argv never goes through a shell). */

@@ -37,6 +37,7 @@ import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { attachPlanExecutions } from "./plan_execution_check.ts";
 import { LaunchGate } from "./launch_gate.ts";
 import { DevicePool, deviceEnv } from "./device_pool.ts";
+import { billLine, runBill } from "./run_bill.ts";
 import { acquireRunLock } from "./lock.ts";
 import { importBundle, type ImportResult } from "./offline_import.ts";
 import type { Progress, RunCard } from "./run_progress.ts";
@@ -437,6 +438,7 @@ async function summarizeRun(
   const evidence = await gatherEvidence(plan, states, run);
   const judgement = judgeRun(evidence.evidence);
   const finished = new Date();
+  const wallS = round3((finished.getTime() - run.started.getTime()) / 1000);
   const summary: RunSummary = {
     schema_version: 1,
     harness_version: HARNESS_VERSION,
@@ -446,8 +448,9 @@ async function summarizeRun(
     finished_at: finished.toISOString(),
     verdict: judgement.verdict,
     exit_code: EXIT_CODES[judgement.verdict],
-    wall_s: round3((finished.getTime() - run.started.getTime()) / 1000),
+    wall_s: wallS,
     children_wall_s: round3(phaseSummaries.reduce((a, p) => a + (p.cached ? 0 : p.wall_s), 0)),
+    bill: runBill(plan.phases, phaseSummaries, plan.judge.saveAt, wallS),
     interrupted: run.interrupted !== null,
     steps: plan.judge.steps,
     save_at: plan.judge.saveAt,
@@ -585,6 +588,7 @@ async function publishRun(
   }
   if (plan.keepCheckpoints === "none") await pruneRunCheckpoints(runDir);
   if (plan.keepCheckpoints === "last") await pruneOlderRuns(experimentDir);
+  if (summary.bill) progress.note(billLine(summary.bill));
   progress.runEnd(
     plan.experiment,
     summary.verdict,
