@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DevicePool, deviceEnv } from "./device_pool.ts";
+import { deviceEnv, DevicePool } from "./device_pool.ts";
 
 Deno.test("DevicePool hands out distinct ids, lowest first, while they last", () => {
   const pool = new DevicePool({ kind: "cuda", ids: [3, 1, 0, 2] });
@@ -19,6 +19,9 @@ Deno.test("DevicePool hands out distinct ids, lowest first, while they last", ()
 Deno.test("deviceEnv: CUDA_VISIBLE_DEVICES for GPUs, PARITY_CPUS and a thread per core for CPUs", () => {
   assert.deepEqual(deviceEnv("cuda", [4, 5], 2), { CUDA_VISIBLE_DEVICES: "4,5" });
   assert.deepEqual(deviceEnv("cuda", [], 1), { CUDA_VISIBLE_DEVICES: "" });
-  assert.deepEqual(deviceEnv("cpu", [0, 1, 2, 3], 2), { PARITY_CPUS: "0,1,2,3", OMP_NUM_THREADS: "2" });
+  assert.deepEqual(deviceEnv("cpu", [0, 1, 2, 3], 2), {
+    PARITY_CPUS: "0,1,2,3",
+    OMP_NUM_THREADS: "2",
+  });
   assert.deepEqual(deviceEnv("cpu", [1], 2), { PARITY_CPUS: "1", OMP_NUM_THREADS: "1" });
 });

@@ -175,7 +175,10 @@ export async function executePhase(
  * checked like any cached phase (outputs and checkpoint hashes); one whose checkpoint was pruned
  * is not taken.
  */
-async function findSharedPhase(state: PhaseState, ctx: PhaseContext): Promise<CacheHit | undefined> {
+async function findSharedPhase(
+  state: PhaseState,
+  ctx: PhaseContext,
+): Promise<CacheHit | undefined> {
   if (ctx.suiteRuns.length === 0) return undefined;
   const { spec } = state;
   const hit = await findCachedPhase(

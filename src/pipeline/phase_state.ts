@@ -8,12 +8,7 @@
 
 import type { MetricSeries } from "../metrics/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
-import type {
-  PhaseDevices,
-  PhaseStatus,
-  PhaseSummary,
-  PlanSyncSummary,
-} from "../types/summary.ts";
+import type { PhaseDevices, PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import type { Manifest } from "./manifest.ts";
 import type { LaunchGate } from "./launch_gate.ts";

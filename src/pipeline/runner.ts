@@ -36,8 +36,9 @@ import type { PhaseContext, PhaseState } from "./phase_state.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { attachPlanExecutions } from "./plan_execution_check.ts";
 import { LaunchGate } from "./launch_gate.ts";
-import { DevicePool, deviceEnv } from "./device_pool.ts";
+import { deviceEnv, DevicePool } from "./device_pool.ts";
 import { billLine, runBill } from "./run_bill.ts";
+import { launchOrder } from "./launch_order.ts";
 import { acquireRunLock } from "./lock.ts";
 import { importBundle, type ImportResult } from "./offline_import.ts";
 import type { Progress, RunCard } from "./run_progress.ts";
@@ -334,6 +335,10 @@ async function schedulePhases(
   // With a device pool, free devices bound what runs at once instead of `parallel`.
   const pool = plan.devices ? new DevicePool(plan.devices) : undefined;
   const taken = new Map<string, number[]>();
+  // A pool runs phases side by side: the critical path goes first. Without one, plan order.
+  const order = pool
+    ? launchOrder(plan.phases, plan.judge.saveAt)
+    : plan.phases.map((s) => s.name);
   const release = (name: string) => {
     const ids = taken.get(name);
     if (ids) pool!.give(ids);
@@ -372,7 +377,8 @@ async function schedulePhases(
   for (;;) {
     if (interruption()) stopLaunching = true;
     if (!stopLaunching) {
-      for (const state of states.values()) {
+      for (const name of order) {
+        const state = states.get(name)!;
         if (!pool && holding.size >= parallel) break;
         if (state.status !== "pending") continue;
         if (!state.spec.consumes.every((c) => states.get(c)!.status === "ok")) continue;
