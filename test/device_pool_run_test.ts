@@ -63,7 +63,9 @@ Deno.test("a device pool runs phases side by side on disjoint devices, losses un
       Deno.readTextFile(join(dir, "quickstart", "latest", "losses.csv"));
     assert.equal(await losses(pooled), await losses(sequential));
     assert.ok(summary.bill && summary.bill.step_equivalents === 180, JSON.stringify(summary.bill));
-    assert.ok(summary.bill.critical_path_s > 0 && summary.bill.critical_path_s < summary.bill.wall_s);
+    assert.ok(
+      summary.bill.critical_path_s > 0 && summary.bill.critical_path_s < summary.bill.wall_s,
+    );
 
     // A second experiment of the results folder with the same phases trains none of them.
     const second = await runExperiment(QUICKSTART, pooled, ["name=quickstart-again"]);

@@ -13,7 +13,7 @@ import { phaseSteps, type PlannedBill, plannedBill } from "./run_bill.ts";
 import type { DevicePoolSpec, PhaseSpec } from "../types/phase_spec.ts";
 import { findCachedPhase } from "./cache.ts";
 import { computeKeys } from "./phase_execution.ts";
-import { experimentFolderName, listRuns } from "./run_store.ts";
+import { experimentFolderName, listRuns, listSuiteRuns } from "./run_store.ts";
 
 /** Stand-in for the run folder the next run will create (its id is only known then). */
 export const NEXT_RUN = "<next-run>";
@@ -80,9 +80,14 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
   const local = (text: string) => text.replaceAll(runDir, "<run>");
   const phases: PhasePreview[] = [];
   const runs = await listRuns(experimentDir);
+  const suiteRuns = await listSuiteRuns(options.resultsDir, experimentDir);
   for (const spec of plan.phases) {
     const key = keys.get(spec.name)!;
-    const hit = await findCachedPhase(runs, spec.name, key, runDir);
+    const own = await findCachedPhase(runs, spec.name, key, runDir);
+    // As the run does: another experiment of the results folder may hold the same phase.
+    const hit = own && !own.artifactsMissing
+      ? own
+      : await findCachedPhase(suiteRuns, spec.name, key, runDir);
     phases.push({
       name: spec.name,
       role: spec.role,

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { basename, join, relative, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { stringify as toYaml } from "yaml";
 import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts";
 import {
@@ -47,6 +47,7 @@ import {
   experimentFolderName,
   latestRunDir,
   listRuns,
+  listSuiteRuns,
   newRunId,
   updateLatest,
   writeJsonAtomic,
@@ -177,7 +178,7 @@ async function runLocked(
   for (const note of await removeStrayTemporaries(experimentDir, allEarlier)) progress.note(note);
   // An imported bundle is judged as it came back: no other earlier run stands in for its phases.
   const earlierRuns = imported ? [imported.runDir] : allEarlier;
-  const suiteRuns = imported ? [] : await otherExperimentsRuns(options.resultsDir, experimentDir);
+  const suiteRuns = imported ? [] : await listSuiteRuns(options.resultsDir, experimentDir);
   const manifestPath = join(runDir, "manifest.json");
   const unknownGit = Promise.withResolvers<Manifest["git"]>();
   const hashes: Record<string, string> = {};
@@ -262,24 +263,6 @@ async function runLocked(
 }
 
 /**
- * The run folders of every other experiment in `resultsDir`, oldest first by run id (which
- * starts with its time), so the newest equal phase of the suite is found first.
- */
-async function otherExperimentsRuns(resultsDir: string, experimentDir: string): Promise<string[]> {
-  const runs: string[] = [];
-  try {
-    for await (const e of Deno.readDir(resultsDir)) {
-      const dir = join(resultsDir, e.name);
-      if (!e.isDirectory || resolve(dir) === resolve(experimentDir)) continue;
-      runs.push(...await listRuns(dir));
-    }
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  }
-  return runs.sort((a, b) => basename(a).localeCompare(basename(b)));
-}
-
-/**
  * Writes the redacted `experiment.resolved.yaml` and returns the manifest's input hashes: it and
  * the experiment file (when on disk).
  */
@@ -336,9 +319,7 @@ async function schedulePhases(
   const pool = plan.devices ? new DevicePool(plan.devices) : undefined;
   const taken = new Map<string, number[]>();
   // A pool runs phases side by side: the critical path goes first. Without one, plan order.
-  const order = pool
-    ? launchOrder(plan.phases, plan.judge.saveAt)
-    : plan.phases.map((s) => s.name);
+  const order = pool ? launchOrder(plan.phases, plan.judge.saveAt) : plan.phases.map((s) => s.name);
   const release = (name: string) => {
     const ids = taken.get(name);
     if (ids) pool!.give(ids);

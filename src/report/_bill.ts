@@ -36,7 +36,8 @@ export function billSentences(s: RunSummary): string[] {
       `Sharing saved ${b.shared.step_equivalents} step-equivalents (the same inputs by content, ` +
         "checked like any cached phase): " +
         [...bySource].map(([from, ps]) => `${from}: ${ps.map((p) => p.name).join(", ")}`)
-          .join("; ") + ".",
+          .join("; ") +
+        ".",
     );
   }
   const pooled = s.phases.filter((p) => p.devices !== undefined);
