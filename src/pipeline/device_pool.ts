@@ -55,14 +55,15 @@ export class DevicePool {
 /**
  * The variables that confine a child to `ids`: `CUDA_VISIBLE_DEVICES` for GPUs; for CPU cores
  * `PARITY_CPUS` (the trainer pins itself) and `OMP_NUM_THREADS` (one thread per core it got;
- * several ranks share them). Nothing when the phase took no device of a GPU pool: it then sees
- * no GPU (`CUDA_VISIBLE_DEVICES` empty).
+ * several ranks share them). Nothing for a phase that took no device (a converter on a GPU
+ * node): hiding every GPU from it could make a CUDA build of its tool fail to start.
  */
 export function deviceEnv(
   kind: DevicePoolSpec["kind"],
   ids: readonly number[],
   ranks: number,
 ): Record<string, string> {
+  if (ids.length === 0) return {};
   const list = ids.join(",");
   if (kind === "cuda") return { CUDA_VISIBLE_DEVICES: list };
   const threads = Math.max(1, Math.floor(ids.length / Math.max(1, ranks)));
