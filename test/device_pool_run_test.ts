@@ -107,3 +107,23 @@ async function firstFile(dir: string): Promise<string> {
   }
   throw new Error(`no file under ${dir}`);
 }
+
+Deno.test("with a pool, a failure stops only the phases after it in plan order, as one at a time", async () => {
+  // replica-drift: the converter refuses; run one at a time, resume-native (before convert in
+  // plan order) still runs and FAILs. With a pool that must hold whichever phase started first.
+  const results = await Deno.makeTempDir({ prefix: "parity-pool-fail-" });
+  try {
+    const run = await runExperiment(QUICKSTART, results, [
+      POOL,
+      "trainer.args.fault=replica-drift",
+    ]);
+    const summary = await latestSummary(results, "quickstart");
+    const status = Object.fromEntries(summary.phases.map((p) => [p.name, p.status]));
+    assert.equal(status.convert, "failed");
+    assert.equal(status["resume-native"], "ok", JSON.stringify(status));
+    assert.equal(run.code, 1, run.stderr);
+    assert.equal(summary.verdict, "FAIL");
+  } finally {
+    await Deno.remove(results, { recursive: true });
+  }
+});

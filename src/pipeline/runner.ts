@@ -283,9 +283,10 @@ async function writeResolvedExperiment(
 }
 
 /**
- * Launches pending phases whose producers ended ok, at most `plan.parallel` at a time, until
- * none is left or the harness is interrupted; a failed phase skips what depends on it (and,
- * without `keepGoing`, stops launching). Returns the interruption, if any.
+ * Launches pending phases whose producers ended ok, at most `plan.parallel` at a time (with a
+ * device pool: while its devices last, longest remaining chain first), until none is left or the
+ * harness is interrupted; a failed phase skips what depends on it (and, without `keepGoing`,
+ * stops launching; with a pool, every phase after it in plan order). Returns the interruption.
  */
 async function schedulePhases(
   plan: ResolvedPlan,
@@ -319,6 +320,8 @@ async function schedulePhases(
   const pool = plan.devices ? new DevicePool(plan.devices) : undefined;
   const taken = new Map<string, number[]>();
   // A pool runs phases side by side: the critical path goes first. Without one, plan order.
+  const planIndex = new Map(plan.phases.map((s, i) => [s.name, i]));
+  let firstFailed = Infinity;
   const order = pool ? launchOrder(plan.phases, plan.judge.saveAt) : plan.phases.map((s) => s.name);
   const release = (name: string) => {
     const ids = taken.get(name);
@@ -353,7 +356,12 @@ async function schedulePhases(
     for (const dep of dependentsOf(plan.phases, state.spec.name)) {
       skip(dep, `not run: it needs ${state.spec.name}, ${why}`);
     }
-    if (status !== "skipped" && !keepGoing) stopLaunching = true;
+    if (status !== "skipped" && !keepGoing) {
+      // With a pool, the phases before it in plan order still run, as they would have one at a
+      // time: which phases are judged must not depend on which one a pool happened to start first.
+      if (pool) firstFailed = Math.min(firstFailed, planIndex.get(name)!);
+      else stopLaunching = true;
+    }
   };
   for (;;) {
     if (interruption()) stopLaunching = true;
@@ -362,6 +370,7 @@ async function schedulePhases(
         const state = states.get(name)!;
         if (!pool && holding.size >= parallel) break;
         if (state.status !== "pending") continue;
+        if (planIndex.get(name)! > firstFailed) continue;
         if (!state.spec.consumes.every((c) => states.get(c)!.status === "ok")) continue;
         if (pool && !takeDevices(pool, state, taken)) continue;
         const p: Promise<void> = launch(state).finally(() => running.delete(p));
