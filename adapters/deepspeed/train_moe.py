@@ -46,12 +46,17 @@ os.environ.setdefault("DS_ACCELERATOR", "cpu")
 # other's ops on every launch and wait on each other's build lock. One cache per environment.
 os.environ.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(sys.prefix, "torch_extensions"))
 
+# A device pool's cores (PARITY_CPUS): pinned before torch starts its thread pools.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_affinity import pin_to_parity_cpus  # noqa: E402
+
+pin_to_parity_cpus()
+
 import numpy  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models import AUTOEP_PRESETS, build_model  # noqa: E402
 from optimizers import OPTIMIZERS, optimizer_config, prime_cpu_adam, scale_lr_on_resume  # noqa: E402
 from parity_hooks import Contract  # noqa: E402

@@ -27,3 +27,4 @@ export { writeSchemaFile } from "./schema_gen.ts";
 export * from "./canonical_json.ts";
 export * from "./phase_graph.ts";
 export * from "./resolve_plan.ts";
+export * from "./device_demand.ts";

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { deviceDemand } from "./device_demand.ts";
 import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
 import { isAbsolute, join, resolve } from "node:path";
 import { argText, type PresetDescriptor, presetNamed, topologyArgs } from "../presets/mod.ts";
@@ -122,6 +123,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
     runDir: ctx.runDir,
     seed: exp.seed,
     parallel: Math.max(exp.parallel, maxJobs),
+    ...(exp.devices ? { devices: { kind: exp.devices.kind, ids: [...exp.devices.ids] } } : {}),
     keepCheckpoints: exp.keep_checkpoints,
     phases,
     warnings,
@@ -394,6 +396,10 @@ function compilePhase(
     ],
   };
   if (node.resumeKind) spec.resumeKind = node.resumeKind;
+  // The pool is this node's: a Slurm job gets its devices from the cluster.
+  if (exp.devices && executor.kind === "local") {
+    spec.devices = deviceDemand(node.tool, node.args, exp.devices.kind);
+  }
   if (node.policy) spec.policy = node.policy;
   if (judged.lane) spec.lane = judged.lane;
   if (node.calibration) spec.calibration = node.calibration;

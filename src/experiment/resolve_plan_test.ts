@@ -414,3 +414,25 @@ Deno.test("resolvePlan(): ${python} runs a command program under args.venv, per 
   }));
   assert.deepEqual(plain.get("baseline")!.argv, ["python3", "train.py"], "python3 without one");
 });
+
+Deno.test("resolvePlan(): with a device pool each phase takes its world size (a host tool 1 core)", () => {
+  const trainer = {
+    trainer: { preset: "reference", args: { world_size: 4 } },
+    resume: {
+      native: { from: "native" },
+      narrow: { from: "universal", args: { world_size: 2 } },
+    },
+  };
+  const ctx = { runDir: "/tmp/r", baseDir: "/tmp", harnessEnv: {} };
+  const pool = { kind: "cpu", ids: [0, 1, 2, 3, 4, 5, 6, 7] };
+  const plan = resolvePlan(experiment({ ...trainer, devices: pool }), ctx);
+  assert.deepEqual(plan.devices, pool);
+  const devices = Object.fromEntries(plan.phases.map((p) => [p.name, p.devices]));
+  assert.equal(devices.baseline, 4);
+  assert.equal(devices["resume-narrow"], 2);
+  assert.equal(devices.convert, 1);
+  // The pool does not change what a phase computes: its keyed command is the same.
+  const without = resolvePlan(experiment(trainer), ctx);
+  assert.deepEqual(plan.phases.map((p) => p.keyed), without.phases.map((p) => p.keyed));
+  assert.equal(without.phases[0].devices, undefined);
+});

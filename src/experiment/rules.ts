@@ -14,6 +14,7 @@ import { checkTemplate, PLACEHOLDERS, type ProgramKind } from "./placeholders.ts
 import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
 import { mergeArgs, phaseGraph, programArgs, programEntry, trainerPreset } from "./phase_graph.ts";
 import type { Experiment, ProcessEntry, TrainerArgs } from "./schema.ts";
+import { deviceDemand } from "./device_demand.ts";
 
 /** Names of the phases an experiment produces, in run order (see {@link phaseGraph}). */
 export function phaseNames(exp: Experiment): string[] {
@@ -40,6 +41,7 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
   const planner = programEntry(exp, "planner");
   const trainer = trainerPreset(exp);
   checkSchedule(exp, trainer, add);
+  checkDevicePool(exp, add);
 
   // Preset arguments wherever they reach a preset's process.
   if (trainer) {
@@ -278,6 +280,28 @@ function checkSchedule(exp: Experiment, preset: PresetDescriptor | undefined, ad
         `schedule.${key}`,
         `micro-batch ${value} is not on an optimizer-step boundary (gradient accumulation ` +
           `${accum}: use a multiple of ${accum}, e.g. ${Math.max(accum, value - (value % accum))})`,
+      );
+    }
+  }
+}
+
+/** A device pool holds every training phase's world size, or the phase could never start. */
+function checkDevicePool(exp: Experiment, add: Add) {
+  if (!exp.devices) return;
+  const pool = exp.devices.ids.length;
+  const contexts = [
+    { at: "trainer.args.world_size", args: exp.trainer.args ?? {} },
+    ...Object.entries(exp.resume).map(([name, entry]) => ({
+      at: `resume.${name}.args.world_size`,
+      args: mergeArgs(exp.trainer.args, entry.args),
+    })),
+  ];
+  for (const { at, args } of contexts) {
+    const need = deviceDemand("trainer", args, exp.devices.kind);
+    if (need > pool) {
+      add(
+        "devices.ids",
+        `${pool} device(s) cannot hold ${at} ${need} (a phase takes one device per rank)`,
       );
     }
   }

@@ -440,3 +440,21 @@ Deno.test("checkExperimentRules(): a launcher's node count divides world_size wh
   own.resume.dp3.executor.srun = false; // one launcher on the first node: any world size
   deepEqual(rulesOf(own), []);
 });
+
+Deno.test("checkExperimentRules(): a device pool holds every training phase's world size", () => {
+  const deepspeed = (devices: Loose) => ({
+    name: "ds",
+    schedule: { steps: 20, save_at: 10 },
+    trainer: { preset: "deepspeed", args: { world_size: 2, autoep_size: 2 } },
+    converter: { preset: "deepspeed" },
+    resume: { native: { from: "native" }, dp4: { from: "universal", args: { world_size: 4 } } },
+    devices,
+  });
+  deepEqual(rulesOf(deepspeed({ kind: "cpu", ids: [0, 1, 2, 3] })), []);
+  deepEqual(rulesOf(deepspeed({ kind: "cuda", ids: [0, 1] })), [
+    "devices.ids: 2 device(s) cannot hold resume.dp4.args.world_size 4 (a phase takes one " +
+    "device per rank)",
+  ]);
+  // The schema refuses a repeated id.
+  ok(!ExperimentObjectSchema.safeParse(deepspeed({ kind: "cpu", ids: [0, 0] })).success);
+});

@@ -335,7 +335,15 @@ export const ExperimentObjectSchema = z.object({
       "judge the baseline against the stored golden of this environment " +
         "(experiments/goldens/<experiment>/<environment-key>.jsonl)",
     ),
-  parallel: positiveInt.default(1).describe("phases run at once"),
+  parallel: positiveInt.default(1).describe("phases run at once (without devices)"),
+  devices: z.object({
+    kind: z.enum(["cuda", "cpu"]).describe("GPUs or CPU cores"),
+    ids: z.array(nonNegativeInt).min(1, "expected at least one device id")
+      .refine((ids) => new Set(ids).size === ids.length, "expected distinct device ids")
+      .describe("device ids phases share; each phase takes its world size of them"),
+  }).strict().optional()
+    .describe("the node's devices: independent phases run at once while devices last")
+    .meta({ examples: [{ kind: "cuda", ids: [0, 1, 2, 3, 4, 5, 6, 7] }] }),
   executor: ExecutorSchema.default({ kind: "local" })
     .describe("where phases run (a program or resume may override it)"),
   keep_checkpoints: z.enum(["all", "last", "none"]).default("all")

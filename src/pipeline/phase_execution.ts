@@ -6,7 +6,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { executorFor } from "../executors/registry.ts";
 import type { ExecutionResult } from "../executors/executor.ts";
 import { readMetrics } from "../metrics/mod.ts";
@@ -149,6 +149,9 @@ export async function executePhase(
     if (hit && (!hit.artifactsMissing || (await consumersCovered(spec.name, ctx, selected)))) {
       return await reusePhase(state, ctx, hit);
     }
+    // Another experiment of the suite ran the same phase (same key: same inputs, by content).
+    const shared = await findSharedPhase(state, ctx);
+    if (shared) return await reusePhase(state, ctx, shared, basename(dirname(shared.runDir)));
   }
   if (cacheOnly) {
     const failed = ctx.noLaunch
@@ -168,6 +171,28 @@ export async function executePhase(
   await launchPhase(state, ctx, hooks);
 }
 
+/**
+ * The newest completed phase with `state`'s key in another experiment of the results folder,
+ * checked like any cached phase (outputs and checkpoint hashes); one whose checkpoint was pruned
+ * is not taken.
+ */
+async function findSharedPhase(
+  state: PhaseState,
+  ctx: PhaseContext,
+): Promise<CacheHit | undefined> {
+  if (ctx.suiteRuns.length === 0) return undefined;
+  const { spec } = state;
+  const hit = await findCachedPhase(
+    ctx.suiteRuns,
+    spec.name,
+    state.key,
+    ctx.runDir,
+    (run, reason) => ctx.progress.note(notReused(spec.name, run, reason)),
+    ctx.verifyCheckpoints,
+  );
+  return hit && !hit.artifactsMissing ? hit : undefined;
+}
+
 function baseSummary(state: PhaseState): PhaseSummary {
   return {
     name: state.spec.name,
@@ -185,7 +210,12 @@ function baseSummary(state: PhaseState): PhaseSummary {
  * folder, so the paths the specs were compiled with reach its metrics, logs and checkpoints
  * without copying anything.
  */
-async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): Promise<void> {
+async function reusePhase(
+  state: PhaseState,
+  ctx: PhaseContext,
+  hit: CacheHit,
+  sharedFrom = hit.record.shared_from,
+): Promise<void> {
   const { spec } = state;
   await linkPhaseFolder(hit.phaseDir, spec.paths.dir);
   state.present = true;
@@ -205,6 +235,7 @@ async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): 
     exit_code: hit.record.exit_code,
     cache_key: state.key,
     source_run: hit.runDir,
+    ...(sharedFrom ? { shared_from: sharedFrom } : {}),
     ...(message ? { message } : {}),
   };
   await writeJsonAtomic(join(spec.paths.dir, "phase.json"), {
@@ -219,7 +250,7 @@ async function reusePhase(state: PhaseState, ctx: PhaseContext, hit: CacheHit): 
     status,
     0,
     message ??
-      `cached from ${hit.runDir}${
+      `${sharedFrom ? `shared from ${sharedFrom}, run` : "cached from"} ${hit.runDir}${
         hit.artifactsMissing ? " (its pruned output is not needed)" : ""
       }`,
   );
@@ -350,6 +381,7 @@ async function launchPhase(
     exit_code: result.exitCode,
     cache_key: state.key,
     attempts: attempt,
+    ...(state.devices ? { devices: state.devices } : {}),
     ...(retries.length > 0 ? { retries } : {}),
   };
   if (status !== "ok") {

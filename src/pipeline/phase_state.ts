@@ -8,7 +8,7 @@
 
 import type { MetricSeries } from "../metrics/mod.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
-import type { PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
+import type { PhaseDevices, PhaseStatus, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import type { Manifest } from "./manifest.ts";
 import type { LaunchGate } from "./launch_gate.ts";
@@ -26,6 +26,8 @@ export interface PhaseState {
   forced: boolean;
   /** Ran or was reused, so its folder holds its outputs. */
   present: boolean;
+  /** The pool's devices it holds while it runs (`devices:`). */
+  devices?: PhaseDevices;
   /** The summary entry, once ended. */
   summary?: PhaseSummary;
   /** Plan phases: the verifier's summary. */
@@ -50,6 +52,12 @@ export interface PhaseContext {
    * any other harness from adding one during the run.
    */
   earlierRuns: readonly string[];
+  /**
+   * Run folders of the other experiments in the same results folder, oldest first: a phase
+   * with no earlier result of its own is reused from one of them when its cache key (its
+   * inputs, by content) is equal. Empty with `--import`.
+   */
+  suiteRuns: readonly string[];
   /** Folder relative code inputs resolve against. */
   baseDir: string;
   /** Environment for `$NAME` in `!command` code inputs. */

@@ -9,10 +9,11 @@
 import { join, relative } from "node:path";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { redactEnv } from "../process/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import { phaseSteps, type PlannedBill, plannedBill } from "./run_bill.ts";
+import type { DevicePoolSpec, PhaseSpec } from "../types/phase_spec.ts";
 import { cacheKeyEnv, findCachedPhase, type KeyLeftOut } from "./cache.ts";
 import { computeKeys } from "./phase_execution.ts";
-import { experimentFolderName, listRuns } from "./run_store.ts";
+import { experimentFolderName, listRuns, listSuiteRuns } from "./run_store.ts";
 
 /** Stand-in for the run folder the next run will create (its id is only known then). */
 export const NEXT_RUN = "<next-run>";
@@ -53,6 +54,13 @@ export interface PlanPreview {
   experiment_dir: string;
   /** Phases in run order. */
   phases: PhasePreview[];
+  /** The bill before anything runs: the work planned, and what would train after the cache. */
+  bill: PlannedBill & {
+    /** Step-equivalents of the phases the cache would not reuse. */
+    to_train_step_equivalents: number;
+    /** The device pool (`devices:`), when declared. */
+    devices?: DevicePoolSpec;
+  };
 }
 
 /** Options of {@link previewPlan}. */
@@ -74,9 +82,14 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
   const local = (text: string) => text.replaceAll(runDir, "<run>");
   const phases: PhasePreview[] = [];
   const runs = await listRuns(experimentDir);
+  const suiteRuns = await listSuiteRuns(options.resultsDir, experimentDir);
   for (const spec of plan.phases) {
     const key = keys.get(spec.name)!;
-    const hit = await findCachedPhase(runs, spec.name, key, runDir);
+    const own = await findCachedPhase(runs, spec.name, key, runDir);
+    // As the run does: another experiment of the results folder may hold the same phase.
+    const hit = own && !own.artifactsMissing
+      ? own
+      : await findCachedPhase(suiteRuns, spec.name, key, runDir);
     phases.push({
       name: spec.name,
       role: spec.role,
@@ -92,7 +105,14 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
       cached_from: hit && !hit.artifactsMissing ? hit.runDir : null,
     });
   }
-  return { experiment: exp.name, experiment_dir: experimentDir, phases };
+  const toRun = new Set(phases.filter((p) => p.cached_from === null).map((p) => p.name));
+  const bill = {
+    ...plannedBill(plan.phases, plan.judge.saveAt),
+    to_train_step_equivalents: plan.phases.filter((spec) => toRun.has(spec.name))
+      .reduce((a, spec) => a + phaseSteps(spec, plan.judge.saveAt), 0),
+    ...(plan.devices ? { devices: plan.devices } : {}),
+  };
+  return { experiment: exp.name, experiment_dir: experimentDir, phases, bill };
 }
 
 /** The preview as text for a person: one block per phase. */
@@ -102,6 +122,7 @@ export function formatPlanPreview(preview: PlanPreview): string {
   const lines = [
     `experiment ${preview.experiment}: ${preview.phases.length} phases, ` +
     `<run> = ${where(join(preview.experiment_dir, NEXT_RUN))}`,
+    billPreviewLine(preview.bill),
   ];
   for (const [i, p] of preview.phases.entries()) {
     const cache = p.cached_from ? `cached from ${where(p.cached_from)}` : "runs";
@@ -122,6 +143,16 @@ export function formatPlanPreview(preview: PlanPreview): string {
     }
   }
   return lines.join("\n");
+}
+
+function billPreviewLine(bill: PlanPreview["bill"]): string {
+  const pool = bill.devices
+    ? `pool ${bill.devices.kind} [${bill.devices.ids.join(",")}]`
+    : "no device pool (one phase at a time unless parallel is set)";
+  return `bill: ${bill.step_equivalents} step-equivalents planned, ` +
+    `${bill.to_train_step_equivalents} to train after the cache; critical path ` +
+    `${bill.critical_path_steps} (${bill.critical_path.join(" → ")}); widest phase ` +
+    `${bill.widest_phase_devices} devices; ${pool}`;
 }
 
 /** An argument as a person would type it (for reading only: argv never goes through a shell). */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { isAbsolute, join, relative, resolve, sep as SEP } from "node:path";
+import { basename, isAbsolute, join, relative, resolve, sep as SEP } from "node:path";
 import { HARNESS_REDACTION, writeTextAtomic } from "../process/mod.ts";
 
 /**
@@ -123,4 +123,22 @@ export async function listRuns(experimentDir: string): Promise<string[]> {
     if (!(e instanceof Deno.errors.NotFound)) throw e;
   }
   return out.sort();
+}
+
+/**
+ * The run folders of every other experiment in `resultsDir`, oldest first by run id (which
+ * starts with its time), so the newest equal phase of the suite is found first.
+ */
+export async function listSuiteRuns(resultsDir: string, experimentDir: string): Promise<string[]> {
+  const runs: string[] = [];
+  try {
+    for await (const e of Deno.readDir(resultsDir)) {
+      const dir = join(resultsDir, e.name);
+      if (!e.isDirectory || resolve(dir) === resolve(experimentDir)) continue;
+      runs.push(...await listRuns(dir));
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return runs.sort((a, b) => basename(a).localeCompare(basename(b)));
 }

@@ -36,6 +36,9 @@ import type { PhaseContext, PhaseState } from "./phase_state.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
 import { attachPlanExecutions } from "./plan_execution_check.ts";
 import { LaunchGate } from "./launch_gate.ts";
+import { deviceEnv, DevicePool } from "./device_pool.ts";
+import { billLine, runBill } from "./run_bill.ts";
+import { launchOrder } from "./launch_order.ts";
 import { acquireRunLock } from "./lock.ts";
 import { importBundle, type ImportResult } from "./offline_import.ts";
 import type { Progress, RunCard } from "./run_progress.ts";
@@ -44,6 +47,7 @@ import {
   experimentFolderName,
   latestRunDir,
   listRuns,
+  listSuiteRuns,
   newRunId,
   updateLatest,
   writeJsonAtomic,
@@ -193,6 +197,7 @@ async function runLocked(
   for (const note of await removeStrayTemporaries(experimentDir, allEarlier)) progress.note(note);
   // An imported bundle is judged as it came back: no other earlier run stands in for its phases.
   const earlierRuns = imported ? [imported.runDir] : allEarlier;
+  const suiteRuns = imported ? [] : await listSuiteRuns(options.resultsDir, experimentDir);
   const manifestPath = join(runDir, "manifest.json");
   const unknownGit = Promise.withResolvers<Manifest["git"]>();
   const hashes: Record<string, string> = {};
@@ -211,6 +216,7 @@ async function runLocked(
     experimentDir,
     runDir,
     earlierRuns,
+    suiteRuns,
     baseDir: options.baseDir,
     harnessEnv: options.harnessEnv,
     manifest,
@@ -301,9 +307,10 @@ async function writeResolvedExperiment(
 }
 
 /**
- * Launches pending phases whose producers ended ok, at most `plan.parallel` at a time, until
- * none is left or the harness is interrupted; a failed phase skips what depends on it (and,
- * without `keepGoing`, stops launching). Returns the interruption, if any.
+ * Launches pending phases whose producers ended ok, at most `plan.parallel` at a time (with a
+ * device pool: while its devices last, longest remaining chain first), until none is left or the
+ * harness is interrupted; a failed phase skips what depends on it (and, without `keepGoing`,
+ * stops launching; with a pool, every phase after it in plan order). Returns the interruption.
  */
 async function schedulePhases(
   plan: ResolvedPlan,
@@ -333,24 +340,32 @@ async function schedulePhases(
   const holding = new Set<string>();
   let freed = Promise.withResolvers<void>();
   const parallel = Math.max(1, plan.parallel);
+  // With a device pool, free devices bound what runs at once instead of `parallel`.
+  const pool = plan.devices ? new DevicePool(plan.devices) : undefined;
+  const taken = new Map<string, number[]>();
+  // A pool runs phases side by side: the critical path goes first. Without one, plan order.
+  const planIndex = new Map(plan.phases.map((s, i) => [s.name, i]));
+  let firstFailed = Infinity;
+  const order = pool ? launchOrder(plan.phases, plan.judge.saveAt) : plan.phases.map((s) => s.name);
+  const release = (name: string) => {
+    const ids = taken.get(name);
+    if (ids) pool!.give(ids);
+    taken.delete(name);
+    if (holding.delete(name)) freed.resolve();
+  };
   const launch = async (state: PhaseState) => {
     const name = state.spec.name;
     state.status = "running";
     holding.add(name);
     ctx.gate.begin(name);
-    const hooks = {
-      started: () => ctx.gate.end(name),
-      released: () => {
-        if (holding.delete(name)) freed.resolve();
-      },
-    };
+    const hooks = { started: () => ctx.gate.end(name), released: () => release(name) };
     try {
       // With --only, a phase outside the selection is only looked up in the cache, never run,
       // so the selected phases are still compared with earlier results when there are any.
       await executePhase(state, ctx, selected, hooks);
     } finally {
       ctx.gate.end(name);
-      holding.delete(name);
+      release(name);
     }
     // A completion marker that cannot be written (a full disk) stops the run like a failure.
     state.completion?.catch(() => stopLaunching = true);
@@ -365,15 +380,23 @@ async function schedulePhases(
     for (const dep of dependentsOf(plan.phases, state.spec.name)) {
       skip(dep, `not run: it needs ${state.spec.name}, ${why}`);
     }
-    if (status !== "skipped" && !keepGoing) stopLaunching = true;
+    if (status !== "skipped" && !keepGoing) {
+      // With a pool, the phases before it in plan order still run, as they would have one at a
+      // time: which phases are judged must not depend on which one a pool happened to start first.
+      if (pool) firstFailed = Math.min(firstFailed, planIndex.get(name)!);
+      else stopLaunching = true;
+    }
   };
   for (;;) {
     if (interruption()) stopLaunching = true;
     if (!stopLaunching) {
-      for (const state of states.values()) {
-        if (holding.size >= parallel) break;
+      for (const name of order) {
+        const state = states.get(name)!;
+        if (!pool && holding.size >= parallel) break;
         if (state.status !== "pending") continue;
+        if (planIndex.get(name)! > firstFailed) continue;
         if (!state.spec.consumes.every((c) => states.get(c)!.status === "ok")) continue;
+        if (pool && !takeDevices(pool, state, taken)) continue;
         const p: Promise<void> = launch(state).finally(() => running.delete(p));
         running.add(p);
       }
@@ -396,6 +419,21 @@ async function schedulePhases(
 
 /** Hex digits of `experiment.resolved.yaml`'s SHA-256 that name a run's configuration. */
 const CONFIG_HEX = 16;
+
+/**
+ * Takes a pending phase's devices from the pool, or returns false while too few are free. The
+ * phase's environment gets them (`deviceEnv`); its cache key does not change, since which
+ * devices a phase runs on must not change what it computes.
+ */
+function takeDevices(pool: DevicePool, state: PhaseState, taken: Map<string, number[]>): boolean {
+  const ids = pool.take(state.spec.devices ?? 0);
+  if (!ids) return false;
+  taken.set(state.spec.name, ids);
+  state.devices = { kind: pool.kind, ids };
+  const ranks = state.spec.tool === "trainer" ? Math.max(1, state.spec.devices ?? 1) : 1;
+  state.spec = { ...state.spec, env: { ...state.spec.env, ...deviceEnv(pool.kind, ids, ranks) } };
+  return true;
+}
 
 /** A run's summary, the evidence it was judged on and its `losses.csv`. */
 interface JudgedRun {
@@ -424,6 +462,7 @@ async function summarizeRun(
   const evidence = await gatherEvidence(plan, states, run);
   const judgement = judgeRun(evidence.evidence);
   const finished = new Date();
+  const wallS = round3((finished.getTime() - run.started.getTime()) / 1000);
   const summary: RunSummary = {
     schema_version: 1,
     harness_version: HARNESS_VERSION,
@@ -433,8 +472,9 @@ async function summarizeRun(
     finished_at: finished.toISOString(),
     verdict: judgement.verdict,
     exit_code: EXIT_CODES[judgement.verdict],
-    wall_s: round3((finished.getTime() - run.started.getTime()) / 1000),
+    wall_s: wallS,
     children_wall_s: round3(phaseSummaries.reduce((a, p) => a + (p.cached ? 0 : p.wall_s), 0)),
+    bill: runBill(plan.phases, phaseSummaries, plan.judge.saveAt, wallS),
     interrupted: run.interrupted !== null,
     steps: plan.judge.steps,
     save_at: plan.judge.saveAt,
@@ -573,6 +613,7 @@ async function publishRun(
   }
   if (plan.keepCheckpoints === "none") await pruneRunCheckpoints(runDir);
   if (plan.keepCheckpoints === "last") await pruneOlderRuns(experimentDir);
+  if (summary.bill) progress.note(billLine(summary.bill));
   progress.runEnd(
     plan.experiment,
     summary.verdict,

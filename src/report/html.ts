@@ -8,6 +8,7 @@
  * @module
  */
 
+import { billSentences } from "./_bill.ts";
 import type { NamedChart } from "../charts/run_charts.ts";
 import { culprits } from "../parity/mod.ts";
 import { escapeHtml } from "./_format.ts";
@@ -148,6 +149,11 @@ export async function renderHtml(
   if (charts.length > 0) sections.push({ id: "charts", title: "Charts", html: chartsHtml(charts) });
   for (const t of [sensitivityTable(run), planTable(run), noiseTable(run), diagnosticsTable(run)]) {
     if (t.id !== "sensitivity" || t.rows.length > 0) sections.push(table(t));
+  }
+  const bill = billSentences(run.summary);
+  if (bill.length > 0) {
+    const html = bill.map((line) => `<p>${escapeHtml(line)}</p>`).join("\n");
+    sections.push({ id: "cost", title: "Cost", html });
   }
   sections.push(table(phasesTable(run, existingFiles)));
   const logs = erroredPhases(run).map((phase) => {

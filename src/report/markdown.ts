@@ -32,6 +32,7 @@ import {
 } from "./_tables.ts";
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
+import { billSentences } from "./_bill.ts";
 import type {
   ComparisonSummary,
   GoldenSummary,
@@ -377,6 +378,13 @@ function sections(
     out.push({
       text: `### ${table.title}\n\n${mdTable(table, resolve)}`,
       brief: `_${table.title}: see report.html._`,
+    });
+  }
+  const bill = billSentences(s);
+  if (bill.length > 0) {
+    out.push({
+      text: `### Cost\n\n${bill.map(mdText).join("\n\n")}`,
+      brief: `_Cost: ${mdText(bill[0])}_`,
     });
   }
   out.push(_phasesSection(run, existingFiles, resolve), _footer(run, resolve));

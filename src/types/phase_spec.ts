@@ -141,6 +141,8 @@ export interface PhaseSpec {
   target?: Record<string, unknown>;
   /** Where it runs, resolved once (`executor: {kind: local}` unless the file says otherwise). */
   executor: ExecutorSpec;
+  /** With a device pool (`devices:`): how many of its devices the phase takes (0: none). */
+  devices?: number;
 }
 
 /**
@@ -196,6 +198,14 @@ export interface JudgeSpec extends JudgeSettings {
 /** How the report draws the run (`charts:`); never used for judging. */
 export type ChartSpec = ChartSettings;
 
+/** A pool of one node's devices: GPUs (`cuda`) or CPU cores (`cpu`) by id. */
+export interface DevicePoolSpec {
+  /** `cuda`: a phase gets `CUDA_VISIBLE_DEVICES`; `cpu`: `PARITY_CPUS` and `OMP_NUM_THREADS`. */
+  kind: "cuda" | "cpu";
+  /** Device ids (GPU indices or CPU core numbers), distinct. */
+  ids: number[];
+}
+
 /** An experiment compiled for one run folder. */
 export interface ResolvedPlan {
   /** Experiment name (with matrix suffix). */
@@ -204,8 +214,13 @@ export interface ResolvedPlan {
   runDir: string;
   /** Seed of every training phase. */
   seed: number;
-  /** Phases run at once. */
+  /** Phases run at once (without a device pool). */
   parallel: number;
+  /**
+   * The node's devices phases share (`devices:`): with a pool, a phase launches once its world
+   * size of devices is free, instead of `parallel` bounding the run.
+   */
+  devices?: DevicePoolSpec;
   /** Which checkpoints stay after the run. */
   keepCheckpoints: "all" | "last" | "none";
   /** Phases in execution order. */

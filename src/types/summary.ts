@@ -55,6 +55,21 @@ export interface PhaseSummary {
   consumes?: string[];
   /** The run folder the artifacts live in when reused from an earlier run. */
   source_run?: string;
+  /**
+   * Reused from a run of another experiment in the same results folder (the same cache key:
+   * the same inputs, by content): that experiment's folder name.
+   */
+  shared_from?: string;
+  /** The devices of the pool it ran on (`devices:`). */
+  devices?: PhaseDevices;
+}
+
+/** Devices of a pool that one phase ran on. */
+export interface PhaseDevices {
+  /** GPUs or CPU cores. */
+  kind: "cuda" | "cpu";
+  /** Their ids. */
+  ids: number[];
 }
 
 /** One lane's judgement of metric `metric` between phases `a` and `b`. */
@@ -483,6 +498,37 @@ export interface Finding {
   evidence: string[];
 }
 
+/** What one group of phases that did not train in this run (cached or shared) would have cost. */
+export interface BillSaving {
+  /** Phases. */
+  phases: number;
+  /** Optimizer steps they did not train again (summed over phases). */
+  step_equivalents: number;
+}
+
+/**
+ * What a verdict cost (`bill` in summary.json): work trained, devices held, and the wall time
+ * against the critical path (the longest chain of launched phases through what they consume).
+ */
+export interface RunBill {
+  /** Optimizer steps the phases launched in this run trained, summed over phases. */
+  step_equivalents: number;
+  /** Σ over launched phases of wall time × devices held (a trainer's world size; 1 for a host tool). */
+  device_seconds: number;
+  /** The run's wall time (`wall_s`). */
+  wall_s: number;
+  /** Seconds of the critical path: the longest chain of launched phases' wall times. */
+  critical_path_s: number;
+  /** Its phases, first to last. */
+  critical_path: string[];
+  /** `wall_s / critical_path_s` (1 = no phase waited for a device or a slot); null without one. */
+  wall_over_critical: number | null;
+  /** Reused from this experiment's earlier runs. */
+  cached: BillSaving;
+  /** Reused from another experiment of the results folder. */
+  shared: BillSaving;
+}
+
 /** The whole `summary.json`. */
 export interface RunSummary {
   /** Always 1. */
@@ -505,6 +551,8 @@ export interface RunSummary {
   wall_s: number;
   /** Sum of child process wall times, seconds. */
   children_wall_s: number;
+  /** What the verdict cost: steps trained, device-seconds, the critical path and what was reused. */
+  bill?: RunBill;
   /** Stopped by SIGINT/SIGTERM. */
   interrupted: boolean;
   /** Schedule length. */
