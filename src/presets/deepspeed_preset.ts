@@ -200,8 +200,9 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
     top_k: { flag: "--top-k", description: "routed experts per token" },
     model: {
       flag: "--model",
-      values: ["moe", "deepseek_v3", "mixtral"],
-      description: "moe (hand-built, Mixtral-shaped), deepseek_v3 (HF DeepseekV3ForCausalLM, " +
+      values: ["moe", "dense", "deepseek_v3", "mixtral"],
+      description: "moe (hand-built, Mixtral-shaped), dense (the same with a dense MLP, no " +
+        "AutoEP: any DeepSpeed from 0.16.0), deepseek_v3 (HF DeepseekV3ForCausalLM, " +
         "Moonlight's class) or mixtral (HF MixtralForCausalLM); tiny configs in models.py",
     },
     optimizer: {
@@ -220,6 +221,12 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
       flag: "--unshare-adam-step",
       values: [true, false],
       description: "workaround: one Adam step tensor per sub-group after a ZeRO-3 universal load",
+    },
+    read_back_checkpoint: {
+      flag: "--read-back-checkpoint",
+      values: [true, false],
+      description: "after the save, read the checkpoint's files back in a process of their own " +
+        "(a `files` event: the save check compares the files too; dense ZeRO 0-2 only)",
     },
     venv: {
       flag: "--venv",
