@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import type { StateCheckSummary } from "../types/summary.ts";
-import { componentLabel, componentList, frameworkOf, masterNotRestored } from "./component_words.ts";
+import {
+  componentLabel,
+  componentList,
+  frameworkOf,
+  masterNotRestored,
+} from "./component_words.ts";
 
 const check = (over: Partial<StateCheckSummary>): StateCheckSummary => ({
   phase: "resume-native",
@@ -18,7 +23,10 @@ Deno.test("componentLabel() names DeepSpeed's components in its words, others as
   );
   assert.equal(componentLabel("params", undefined), "params");
   assert.equal(componentLabel("rng", "deepspeed"), "rng");
-  assert.equal(componentList(["exp_avg", "params"], "deepspeed"), "exp_avg, params (the fp32 master)");
+  assert.equal(
+    componentList(["exp_avg", "params"], "deepspeed"),
+    "exp_avg, params (the fp32 master)",
+  );
 });
 
 Deno.test("frameworkOf() takes the first check that names a framework", () => {

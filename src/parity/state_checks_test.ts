@@ -179,7 +179,10 @@ Deno.test("checkSavedState() names the tensor a file holds differently from the 
   assert.equal(r.verdict, "FAIL");
   assert.deepEqual(r.files_differing, ["params"]);
   assert.deepEqual(r.differing_tensors, ["b · params"]);
-  assert.match(r.reason ?? "", /files differ from the engine's saved state in params \(b · params\)/);
+  assert.match(
+    r.reason ?? "",
+    /files differ from the engine's saved state in params \(b · params\)/,
+  );
 });
 
 Deno.test("checkSavedState() PASSes files that hold the engine's state, comparing what was read", () => {

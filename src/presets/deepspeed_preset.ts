@@ -242,6 +242,21 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
       description: "inject one named planner bug into one parameter (planner only)",
     },
   },
+  releases: {
+    package: "deepspeed",
+    // Before 0.16.0 torch.load lacks weights_only=False, which torch 2.13 needs for ZeRO files
+    // (docs/deepspeed.md, "Known DeepSpeed bugs").
+    oldest: "0.16.0",
+    envArg: "venv",
+    envDir: (version) => join(PROJECT_DIR, `.venv-deepspeed-${version}`),
+    setupArgv: (version) => [
+      "bash",
+      join(PROJECT_DIR, "tools/setup_deepspeed.sh"),
+      "--deepspeed",
+      version,
+    ],
+    listArgv: () => [PYTHON, "-m", "pip", "index", "versions", "deepspeed"],
+  },
   faults: DEEPSPEED_FAULTS,
   policies: DEEPSPEED_POLICIES,
   tools: ["trainer", "converter", "planner", "executor"],
