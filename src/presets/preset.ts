@@ -88,10 +88,8 @@ export interface PresetReleases {
   package: string;
   /** The oldest release the preset's trainer can run at all (older ones are not tried). */
   oldest: string;
-  /** The argument that names a phase's environment (`venv`). */
-  envArg: string;
-  /** The environment folder of `version` (absolute). */
-  envDir(version: string): string;
+  /** The argument whose value, a release, picks a phase's environment (`deepspeed`). */
+  releaseArg: string;
   /** The argv that builds (or verifies, when cached) the environment of `version`. */
   setupArgv(version: string): string[];
   /** The argv that prints the registry's releases (`pip index versions <package>`). */

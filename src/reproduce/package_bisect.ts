@@ -238,7 +238,7 @@ export async function bisectPackage(options: PackageBisectRun): Promise<PackageB
       ...options.experiment,
       trainer: {
         ...trainer,
-        args: { ...(trainer.args ?? {}), [releases.envArg]: releases.envDir(version) },
+        args: { ...(trainer.args ?? {}), [releases.releaseArg]: version },
       },
     };
     const { runDir, summary } = await runExperiment(experiment, {
