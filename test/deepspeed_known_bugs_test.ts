@@ -54,7 +54,7 @@ Deno.test({
     const save = saveCheck(summary);
     assert.equal(save.verdict, "FAIL");
     assert.deepEqual(save.not_in_files, ["exp_avg", "exp_avg_sq", "optimizer_step", "params"]);
-    assert.match(save.reason ?? "", /Not in the checkpoint files: exp_avg, exp_avg_sq/);
+    assert.match(save.reason ?? "", /not in the checkpoint files: exp_avg, exp_avg_sq/);
     const restore = summary.state_checks.find((x) => x.phase === "resume-native");
     assert.ok(restore?.differing.includes("params"));
     assert.ok(!restore?.differing.includes("module_weights"), "the bf16 module weights load");

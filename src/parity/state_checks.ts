@@ -137,19 +137,21 @@ function _withFiles(
   };
   const differing = [...new Set([...base.differing, ...notInFiles, ...filesDiffering])];
   const sentences: string[] = [];
-  if (engine !== undefined && engine.reason) sentences.push(engine.reason);
+  // Two comparisons in one reason: say which each sentence is about.
+  if (engine !== undefined && engine.reason) sentences.push(`Engine vs baseline: ${engine.reason}`);
+  sentences.push("Files vs engine:");
   if (notInFiles.length > 0) {
-    sentences.push(`Not in the checkpoint files: ${notInFiles.join(", ")}.`);
+    sentences.push(`not in the checkpoint files: ${notInFiles.join(", ")}.`);
   }
   if (filesDiffering.length > 0) {
     sentences.push(
-      `The checkpoint files differ from the engine's saved state in ${filesDiffering.join(", ")}${
+      `the checkpoint files differ from the engine's saved state in ${filesDiffering.join(", ")}${
         tensors.length > 0 ? ` (${tensors.slice(0, 3).join(", ")})` : ""
       }.`,
     );
   }
   if (notInFiles.length === 0 && filesDiffering.length === 0) {
-    sentences.push(`The checkpoint files hold the engine's saved ${compared.join(", ")}.`);
+    sentences.push(`the checkpoint files hold the engine's saved ${compared.join(", ")}.`);
   }
   const framework = typeof saved.fields.framework === "string"
     ? saved.fields.framework

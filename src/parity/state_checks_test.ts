@@ -165,7 +165,7 @@ Deno.test("checkSavedState() FAILs a save whose files lack what the engine held"
   assert.deepEqual(r.differing, ["exp_avg", "params"]);
   assert.deepEqual(r.files_compared, ["module_weights", "rng"]);
   assert.equal(r.framework, "deepspeed");
-  assert.match(r.reason ?? "", /Not in the checkpoint files: exp_avg, params\./);
+  assert.match(r.reason ?? "", /Files vs engine: not in the checkpoint files: exp_avg, params\./);
 });
 
 Deno.test("checkSavedState() names the tensor a file holds differently from the engine", () => {
