@@ -2,9 +2,10 @@
  * `parity bisect --package <name> --good X --bad Y <file>`: finds the first published release of
  * the trainer preset's framework that breaks parity. Each release gets its own cached environment
  * (the preset's `releases.setupArgv`, once per version); the experiment runs with the preset's
- * environment argument pointing at it. A release whose environment cannot be built, or whose run
- * is ERROR (an import error, a crash at load) or ABSTAIN, *cannot run* the experiment: it is
- * marked ERROR and never called bad, and the search goes around it.
+ * release argument set to it. A release whose environment cannot be built, one of whose phases
+ * crashed or timed out (an import error, a crash at load), or whose run is ERROR or ABSTAIN *cannot
+ * run* the experiment: it is marked ERROR and never called bad, and the search goes around it. The
+ * first bad release is the first that runs and FAILs after the last good one.
  *
  * @module
  */
@@ -41,13 +42,13 @@ export interface ReleaseStep {
 
 /** How the package bisection ended. */
 export interface PackageBisectResult {
-  /** `found`: the first bad release is named; `ambiguous`: releases that cannot run hide it. */
+  /** `found`: the first bad release is named; `ambiguous`: the bad endpoint cannot run. */
   outcome: "found" | "ambiguous" | "interrupted";
   /** The first release found bad (the bad endpoint when none between is). */
   firstBad?: ReleaseStep;
   /** The last release found good (the good endpoint when none between is). */
   lastGood: string;
-  /** `ambiguous`: releases between the last good and the first bad that cannot run. */
+  /** Releases between the last good and the first bad one that cannot run (ERROR). */
   cannotRun: string[];
   /** Every release tested, in order. */
   steps: ReleaseStep[];
@@ -55,9 +56,13 @@ export interface PackageBisectResult {
   exit_code: number;
 }
 
-/** Runs one release: its verdict, run folder and summary, or why its environment failed. */
+/**
+ * Runs one release: its verdict, run folder and summary, and `cannotRun` when the release could
+ * not run the experiment (its environment failed to build, a phase crashed or timed out, the run
+ * was ERROR or ABSTAIN) — then the release is ERROR whatever the verdict.
+ */
 export type ReleaseRunner = (version: string) => Promise<
-  { verdict: Verdict; runDir?: string; summary?: RunSummary; reason?: string }
+  { verdict: Verdict; runDir?: string; summary?: RunSummary; cannotRun?: string }
 >;
 
 /** What to bisect. */
@@ -125,16 +130,19 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
     const version = line[i];
     options.note(`bisect: testing ${options.package} ${version}`);
     const out = await options.run(version);
-    const mark: ReleaseMark = out.verdict === "PASS"
+    const mark: ReleaseMark = out.cannotRun !== undefined
+      ? "ERROR"
+      : out.verdict === "PASS"
       ? "good"
       : out.verdict === "FAIL"
       ? "bad"
       : "ERROR";
+    const reason = out.cannotRun ?? (mark === "ERROR" ? `the run is ${out.verdict}` : undefined);
     const step: ReleaseStep = {
       version,
       verdict: out.verdict,
       mark,
-      ...(out.reason !== undefined ? { reason: out.reason } : {}),
+      ...(reason !== undefined ? { reason } : {}),
       ...(out.runDir !== undefined ? { runDir: out.runDir } : {}),
       ...(out.summary !== undefined ? { summary: out.summary } : {}),
     };
@@ -171,13 +179,15 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
       exit_code: EXIT_CODES.ERROR,
     };
   }
+  // A release that cannot run is never bad: the first bad release is the first that runs and
+  // diverges; those between the last good one and it are listed as ERROR.
   return {
-    outcome: between.length > 0 ? "ambiguous" : "found",
+    outcome: "found",
     firstBad,
     lastGood: line[lo],
     cannotRun: between,
     steps,
-    exit_code: between.length > 0 ? EXIT_CODES.ERROR : EXIT_CODES.PASS,
+    exit_code: EXIT_CODES.PASS,
   };
 }
 
@@ -230,7 +240,7 @@ export async function bisectPackage(options: PackageBisectRun): Promise<PackageB
     if (setup.code !== 0) {
       return {
         verdict: "ERROR",
-        reason: `its environment cannot be built: ${_lastLine(setup.stderr || setup.stdout)}`,
+        cannotRun: `its environment cannot be built: ${_lastLine(setup.stderr || setup.stdout)}`,
       };
     }
     const trainer = options.experiment.trainer;
@@ -252,13 +262,15 @@ export async function bisectPackage(options: PackageBisectRun): Promise<PackageB
       harnessEnv: options.harnessEnv,
       goldensDir: options.goldensDir,
     });
-    const failed = summary.phases.filter((p) => p.status !== "ok");
-    const reason = summary.verdict === "ERROR" || summary.verdict === "ABSTAIN"
-      ? `the run is ${summary.verdict}${
-        failed.length > 0 ? ` (${failed.map((p) => `${p.name} ${p.status}`).join(", ")})` : ""
-      }`
+    // A phase that crashed (an import error, a crash at load) means the release cannot run the
+    // experiment, even where a save check already FAILs the run.
+    const failed = summary.phases.filter((p) => p.status === "failed" || p.status === "timeout");
+    const cannotRun = failed.length > 0
+      ? `${failed.map((p) => `${p.name} ${p.status}`).join(", ")} (run ${summary.verdict})`
+      : summary.verdict === "ERROR" || summary.verdict === "ABSTAIN"
+      ? `the run is ${summary.verdict}`
       : undefined;
-    return { verdict: summary.verdict, runDir, summary, ...(reason ? { reason } : {}) };
+    return { verdict: summary.verdict, runDir, summary, ...(cannotRun ? { cannotRun } : {}) };
   };
   return await bisectReleases({
     package: options.package,
@@ -299,6 +311,7 @@ export function formatPackageBisect(pkg: string, result: PackageBisectResult): s
     const b = result.firstBad!;
     return [
       `bisect: first bad release ${pkg} ${b.version} (last good ${result.lastGood}; ${tested})`,
+      ...cannot,
       ...(b.summary?.findings?.[0] ? [`  ${b.summary.findings[0].title}`] : []),
       ...(b.runDir ? [`  run: ${b.runDir}`] : []),
       "tested:",
@@ -307,10 +320,8 @@ export function formatPackageBisect(pkg: string, result: PackageBisectResult): s
   }
   if (result.outcome === "ambiguous") {
     return [
-      `bisect: inconclusive after ${tested}: last good ${result.lastGood}; releases that cannot ` +
-      `run the experiment hide the first bad one${
-        result.firstBad ? ` (${result.firstBad.version} or earlier)` : ""
-      }`,
+      `bisect: inconclusive after ${tested}: last good ${result.lastGood}; the bad endpoint ` +
+      "cannot run the experiment, so no release was found bad",
       ...cannot,
       "tested:",
       ...lines,

@@ -22,7 +22,7 @@ async function bisectTable(table: Record<string, Verdict>, good = "0.17.5", bad 
       ran.push(version);
       return Promise.resolve({
         verdict: table[version],
-        ...(table[version] === "ERROR" ? { reason: "crash at load" } : {}),
+        ...(table[version] === "ERROR" ? { cannotRun: "resume-native failed (run FAIL)" } : {}),
       });
     },
     note: () => {},
@@ -70,13 +70,14 @@ Deno.test("bisectReleases() marks a release that cannot run as ERROR, never bad"
   });
   const step = result.steps.find((s) => s.version === "0.17.6");
   assert.equal(step?.mark, "ERROR");
-  assert.equal(result.outcome, "ambiguous");
+  assert.equal(result.outcome, "found");
   assert.deepEqual(result.cannotRun, ["0.17.6"]);
   assert.equal(result.firstBad?.version, "0.18.0");
-  assert.equal(result.exit_code, 3);
+  assert.equal(result.exit_code, 0);
   const text = formatPackageBisect("deepspeed", result);
+  assert.match(text, /first bad release deepspeed 0\.18\.0 \(last good 0\.17\.5/);
   assert.match(text, /cannot run \(ERROR, not bad\): 0\.17\.6/);
-  assert.match(text, /ERROR deepspeed 0\.17\.6 +ERROR — crash at load/);
+  assert.match(text, /ERROR deepspeed 0\.17\.6 +ERROR — resume-native failed \(run FAIL\)/);
 });
 
 Deno.test("bisectReleases() goes around a release that cannot run when others decide", async () => {
@@ -90,6 +91,24 @@ Deno.test("bisectReleases() goes around a release that cannot run when others de
   });
   assert.equal(result.outcome, "found");
   assert.equal(result.firstBad?.version, "0.18.3");
+});
+
+Deno.test("bisectReleases() is inconclusive when the bad endpoint cannot run", async () => {
+  const { result } = await bisectTable(
+    {
+      "0.17.6": "FAIL",
+      "0.18.0": "ERROR",
+      "0.18.1": "ERROR",
+      "0.18.2": "ERROR",
+      "0.18.3": "ERROR",
+      "0.18.4": "ERROR",
+    },
+    "0.17.6",
+    "0.18.4",
+  );
+  assert.equal(result.outcome, "ambiguous");
+  assert.equal(result.exit_code, 3);
+  assert.equal(result.firstBad, undefined);
 });
 
 Deno.test("bisectReleases() refuses endpoints that are not published or out of order", async () => {
