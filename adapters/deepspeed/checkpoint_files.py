@@ -109,7 +109,9 @@ class CheckpointFiles:
     def optimizer_state(self) -> Optional[Dict[str, Dict[str, Any]]]:
         """``{name: {"params": fp32 master, "exp_avg": ..., "exp_avg_sq": ..., "step": ...}}`` as the
         files hold them, or None when they hold no optimizer state."""
-        if self.zero_stage in (1, 2) and self.optim_files:
+        if self.optim_files:
+            # ZeRO 1/2, and stage 0 under bf16 before 0.17.6 (BF16_Optimizer writes the same
+            # partitioned file: single_partition_of_fp32_groups, base_optimizer_state, mappings).
             return self._zero12()
         opt = self.model_states.get("optimizer")
         if self.zero_stage == 0 and isinstance(opt, dict):
@@ -146,7 +148,7 @@ class CheckpointFiles:
         return out
 
     def _zero12(self) -> Dict[str, Dict[str, Any]]:
-        """ZeRO 1/2: each rank's file holds its partition of every group's flat fp32 master and of
+        """ZeRO 1/2 (and BF16_Optimizer at stage 0): each rank's file holds its partition of every group's flat fp32 master and of
         the base optimizer's moments, with ``param_slice_mappings`` naming each parameter's slice."""
         osds = [_load(path)["optimizer_state_dict"] for path in self.optim_files]
         out: Dict[str, Dict[str, Any]] = {}

@@ -42,7 +42,7 @@ export interface ReleaseStep {
 
 /** How the package bisection ended. */
 export interface PackageBisectResult {
-  /** `found`: the first bad release is named; `ambiguous`: the bad endpoint cannot run. */
+  /** `found`: the first bad release is named; `ambiguous`: an endpoint does not hold. */
   outcome: "found" | "ambiguous" | "interrupted";
   /** The first release found bad (the bad endpoint when none between is). */
   firstBad?: ReleaseStep;
@@ -101,9 +101,9 @@ export function parsePipVersions(stdout: string): string[] {
 }
 
 /**
- * The bisection proper, over `releases` between `good` and `bad` inclusive: the endpoints are
- * trusted (as git bisect trusts them), the bad one is run at the end for its card when nothing
- * between was bad. Pure apart from `run`, so tests drive it with a table.
+ * The bisection proper, over `releases` between `good` and `bad` inclusive: the good endpoint is
+ * run first and must PASS, the bad one is run at the end for its card when nothing between was
+ * bad. Pure apart from `run`, so tests drive it with a table.
  */
 export async function bisectReleases(options: PackageBisectOptions): Promise<PackageBisectResult> {
   for (const [which, v] of [["--good", options.good], ["--bad", options.bad]]) {
@@ -149,6 +149,18 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
     steps.push(step);
     return step;
   };
+  // The good endpoint is run first (releases are cheap to check, unlike trusting a commit): a
+  // release that does not PASS cannot anchor the search.
+  const anchor = await test(lo);
+  if (anchor.mark !== "good") {
+    return {
+      outcome: "ambiguous",
+      lastGood: line[lo],
+      cannotRun: anchor.mark === "ERROR" ? [line[lo]] : [],
+      steps,
+      exit_code: EXIT_CODES.ERROR,
+    };
+  }
   while (true) {
     if (interruption()) {
       return { outcome: "interrupted", lastGood: line[lo], cannotRun: [], steps, exit_code: 3 };
@@ -320,8 +332,11 @@ export function formatPackageBisect(pkg: string, result: PackageBisectResult): s
   }
   if (result.outcome === "ambiguous") {
     return [
-      `bisect: inconclusive after ${tested}: last good ${result.lastGood}; the bad endpoint ` +
-      "cannot run the experiment, so no release was found bad",
+      `bisect: inconclusive after ${tested}: ${
+        result.steps[0]?.mark !== "good"
+          ? `the good endpoint ${result.lastGood} does not PASS (${result.steps[0]?.mark})`
+          : "the bad endpoint cannot run the experiment, so no release was found bad"
+      }`,
       ...cannot,
       "tested:",
       ...lines,

@@ -11,7 +11,12 @@ import {
 const RELEASES = ["0.18.5", "0.18.4", "0.18.3", "0.18.2", "0.18.1", "0.18.0", "0.17.6", "0.17.5"];
 
 /** Runs the bisection over a verdict table, recording which releases ran. */
-async function bisectTable(table: Record<string, Verdict>, good = "0.17.5", bad = "0.18.4") {
+async function bisectTable(
+  table: Record<string, Verdict>,
+  good = "0.17.5",
+  bad = "0.18.4",
+) {
+  table = { [good]: "PASS", ...table };
   const ran: string[] = [];
   const result = await bisectReleases({
     package: "deepspeed",
@@ -54,7 +59,8 @@ Deno.test("bisectReleases() names the first bad release in few runs", async () =
   assert.equal(result.firstBad?.version, "0.18.0");
   assert.equal(result.lastGood, "0.17.6");
   assert.equal(result.exit_code, 0);
-  assert.ok(ran.length <= 3, `ran ${ran}`);
+  assert.equal(ran[0], "0.17.5", "the good endpoint first");
+  assert.ok(ran.length <= 4, `ran ${ran}`);
   assert.ok(!ran.includes("0.18.5") && !ran.includes("0.19.0rc1"), "outside the range");
 });
 
@@ -109,6 +115,16 @@ Deno.test("bisectReleases() is inconclusive when the bad endpoint cannot run", a
   assert.equal(result.outcome, "ambiguous");
   assert.equal(result.exit_code, 3);
   assert.equal(result.firstBad, undefined);
+});
+
+Deno.test("bisectReleases() stops when the good endpoint does not PASS", async () => {
+  const { result, ran } = await bisectTable({ "0.17.5": "ERROR" });
+  assert.equal(result.outcome, "ambiguous");
+  assert.deepEqual(ran, ["0.17.5"]);
+  assert.match(
+    formatPackageBisect("deepspeed", result),
+    /good endpoint 0\.17\.5 does not PASS \(ERROR\)/,
+  );
 });
 
 Deno.test("bisectReleases() refuses endpoints that are not published or out of order", async () => {
