@@ -102,7 +102,6 @@ Deno.test("bisectReleases() goes around a release that cannot run when others de
 Deno.test("bisectReleases() is inconclusive when the bad endpoint cannot run", async () => {
   const { result } = await bisectTable(
     {
-      "0.17.6": "FAIL",
       "0.18.0": "ERROR",
       "0.18.1": "ERROR",
       "0.18.2": "ERROR",
@@ -115,6 +114,8 @@ Deno.test("bisectReleases() is inconclusive when the bad endpoint cannot run", a
   assert.equal(result.outcome, "ambiguous");
   assert.equal(result.exit_code, 3);
   assert.equal(result.firstBad, undefined);
+  assert.equal(result.steps[0].mark, "good");
+  assert.match(formatPackageBisect("deepspeed", result), /bad endpoint cannot run/);
 });
 
 Deno.test("bisectReleases() stops when the good endpoint does not PASS", async () => {
