@@ -119,7 +119,8 @@ torch_pin="$(grep -E '^torch==' "$req")"
 # imports it, hence --no-build-isolation (it builds against the pinned wheel just installed).
 grep -vE '^(torch==|deepspeed==|#|$)' "$req" | xargs "${pip[@]}" install "${findlinks[@]}" "$torch_pin"
 DS_BUILD_OPS=0 "${pip[@]}" install --no-build-isolation "${findlinks[@]}" "$torch_pin" "$ds_pin"
-PARITY_CUDA=$cuda PARITY_DS="${ds_pin#deepspeed==}" "$venv/bin/python" - <<'PY'
+PARITY_CUDA=$cuda PARITY_DS="${ds_pin#deepspeed==}" PARITY_NEED_AUTOEP=$([[ -z "$deepspeed" ]] && echo 1 || echo 0) \
+  "$venv/bin/python" - <<'PY'
 import os, torch, deepspeed, importlib.util
 assert torch.__version__.startswith("2.13.0"), torch.__version__
 if os.environ["PARITY_CUDA"] == "1":
@@ -127,8 +128,11 @@ if os.environ["PARITY_CUDA"] == "1":
 else:
     assert not torch.version.cuda, f"a CUDA build was installed: {torch.version.cuda} (use --cuda on a GPU machine)"
 assert deepspeed.__version__ == os.environ["PARITY_DS"], deepspeed.__version__
-assert importlib.util.find_spec("deepspeed.module_inject.auto_ep") is not None, "this DeepSpeed has no AutoEP"
-print(f"setup_deepspeed: torch=={torch.__version__}, deepspeed=={deepspeed.__version__}")
+# Releases before AutoEP (0.19.2) still run the dense model (train_moe.py --model dense).
+autoep = importlib.util.find_spec("deepspeed.module_inject.auto_ep") is not None
+assert autoep or os.environ["PARITY_NEED_AUTOEP"] == "0", "this DeepSpeed has no AutoEP"
+print(f"setup_deepspeed: torch=={torch.__version__}, deepspeed=={deepspeed.__version__}"
+      f"{'' if autoep else ' (no AutoEP: --model dense only)'}")
 PY
 build_ops
 install_hooks

@@ -24,6 +24,12 @@ import torch
 #: Model name -> the AutoEP preset (``expert_parallel.preset_model``) that detects its MoE layers.
 AUTOEP_PRESETS: Dict[str, str] = {"moe": "mixtral", "deepseek_v3": "deepseek_v3", "mixtral": "mixtral"}
 
+#: The hand-built model with a dense MLP instead of experts: no AutoEP, so any DeepSpeed from 0.16.0.
+DENSE = "dense"
+
+#: Every ``--model`` choice.
+MODELS = sorted([*AUTOEP_PRESETS, DENSE])
+
 #: Moonlight-16B-A3B's published config (``moonshotai/Moonlight-16B-A3B``, config.json), for the
 #: record: what the tiny DeepseekV3 keeps (structure) and what it shrinks (sizes).
 MOONLIGHT_16B_A3B = {
@@ -112,10 +118,11 @@ def _hf_lm(cls: Any, config: Any) -> torch.nn.Module:
 def build_model(name: str, a: Any, hand_built: Callable[[SimpleNamespace], torch.nn.Module]) -> torch.nn.Module:
     """The model ``name`` at the sizes of ``a`` (train_moe.py's flags). ``hand_built`` builds
     ``moe`` from its namespace config (train_moe.py owns that model)."""
-    if name == "moe":
-        return hand_built(SimpleNamespace(model_type="parity_moe", vocab_size=a.vocab, hidden_size=a.hidden,
+    if name in ("moe", DENSE):
+        experts = a.experts if name == "moe" else 0  # no experts: a dense MLP per layer
+        return hand_built(SimpleNamespace(model_type=f"parity_{name}", vocab_size=a.vocab, hidden_size=a.hidden,
                                           intermediate_size=a.ffn, num_hidden_layers=a.layers,
-                                          num_local_experts=a.experts, num_experts_per_tok=a.top_k,
+                                          num_local_experts=experts, num_experts_per_tok=a.top_k,
                                           dropout=a.dropout))
     if name == "deepseek_v3":
         from transformers import DeepseekV3ForCausalLM
@@ -123,4 +130,4 @@ def build_model(name: str, a: Any, hand_built: Callable[[SimpleNamespace], torch
     if name == "mixtral":
         from transformers import MixtralForCausalLM
         return _hf_lm(MixtralForCausalLM, mixtral_config(a))
-    raise ValueError(f"unknown model {name!r}; expected one of {sorted(AUTOEP_PRESETS)}")
+    raise ValueError(f"unknown model {name!r}; expected one of {MODELS}")

@@ -11,6 +11,8 @@ PARITY_* value can also be given as a flag for runs by hand (flags win). docs/de
 flags, the phases by hand and the facts measured with this script.
 
 ``--model`` picks the model (models.py): ``moe``, the default, is the hand-built one below;
+``dense`` is the same model with a dense MLP in place of the experts and no AutoEP (any DeepSpeed
+release from 0.16.0);
 ``deepseek_v3`` and ``mixtral`` are tiny Hugging Face models built in code. ``--optimizer`` picks
 torch AdamW or DeepSpeedCPUAdam (optimizers.py).
 
@@ -36,6 +38,7 @@ import json
 import math
 import os
 import random
+import subprocess
 import sys
 import time
 from types import SimpleNamespace
@@ -57,7 +60,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from models import AUTOEP_PRESETS, build_model  # noqa: E402
+from models import AUTOEP_PRESETS, DENSE, MODELS, build_model  # noqa: E402
 from optimizers import OPTIMIZERS, optimizer_config, prime_cpu_adam, scale_lr_on_resume  # noqa: E402
 from parity_hooks import Contract  # noqa: E402
 from parity_hooks.deepspeed import Parity, base_optimizer, expert_layout, flat_states_by_storage, full_hp  # noqa: E402
@@ -159,13 +162,26 @@ class Attention(nn.Module):
         return self.o_proj(probs @ v)
 
 
+class DenseMlp(nn.Module):
+    """The dense model's feed-forward block (``--model dense``: no experts, no AutoEP), so the script
+    runs on DeepSpeed releases from before AutoEP (docs/deepspeed.md, "Known DeepSpeed bugs")."""
+
+    def __init__(self, cfg: SimpleNamespace) -> None:
+        super().__init__()
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.gelu(self.up_proj(x)))
+
+
 class Layer(nn.Module):
     def __init__(self, cfg: SimpleNamespace, ctx: SimpleNamespace) -> None:
         super().__init__()
         self.input_layernorm = nn.LayerNorm(cfg.hidden_size)
         self.self_attn = Attention(cfg.hidden_size)
         self.post_attention_layernorm = nn.LayerNorm(cfg.hidden_size)
-        self.mlp = SparseMoeBlock(cfg)
+        self.mlp = SparseMoeBlock(cfg) if cfg.num_local_experts else DenseMlp(cfg)
         self.dropout = GlobalDropout(cfg.dropout, ctx)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -283,9 +299,10 @@ def ds_config(a: argparse.Namespace, world: int, micro: int, load_universal: boo
         # dominated the step time of this tiny model.
         "zero_optimization": {"stage": a.zero_stage, "reduce_bucket_size": 200_000,
                               "allgather_bucket_size": 200_000},
-        "expert_parallel": {"enabled": True, "autoep_size": a.autoep_size, "preset_model": AUTOEP_PRESETS[a.model],
-                            "use_grouped_mm": False},
     }
+    if a.model != DENSE:  # the dense model runs without AutoEP, so on releases that predate it
+        cfg["expert_parallel"] = {"enabled": True, "autoep_size": a.autoep_size,
+                                  "preset_model": AUTOEP_PRESETS[a.model], "use_grouped_mm": False}
     if a.offload == "cpu":  # parameters only under ZeRO-3 (DeepSpeed offloads them at stage 3 only)
         for key in ("offload_param", "offload_optimizer") if a.zero_stage == 3 else ("offload_optimizer", ):
             cfg["zero_optimization"][key] = {"device": "cpu", "pin_memory": True}
@@ -298,6 +315,22 @@ def ds_config(a: argparse.Namespace, world: int, micro: int, load_universal: boo
     if a.tensorboard:
         cfg["tensorboard"] = {"enabled": True, "output_path": a.tensorboard, "job_name": "train"}
     return cfg
+
+
+def report_files(parity: Parity, tag_dir: str, step: int) -> None:
+    """The ``files`` event: what the tag folder's files hold, digested by ``checkpoint_files.py`` in a
+    process of its own (this venv, no engine), so the harness compares the files with the engine's
+    ``saved`` digests and the baseline's snapshot (docs/parity.md, "The save check"). A layout the
+    reader does not read gives an event without digests and the reader's reason."""
+    reader = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint_files.py")
+    done = subprocess.run([sys.executable, reader, tag_dir], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        parity._write({"event": "files", "step": step, "digests": {}, "unreadable": reason})
+        return
+    doc = json.loads(done.stdout.strip().splitlines()[-1])  # unpickling may import DeepSpeed, which logs
+    parity._event("files", step, doc["digests"], doc["tensors"],
+                  {"absent": doc["absent"], "not_read": doc["not_read"], "layout": doc["layout"]})
 
 
 def unshare_adam_step(engine) -> int:
@@ -427,8 +460,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     t.add_argument("--warmup", type=int, default=10, help="warm-up steps of WarmupDecayLR")
     t.add_argument("--clip", type=float, default=1.0, help="gradient clipping")
     m = p.add_argument_group("model")
-    m.add_argument("--model", choices=sorted(AUTOEP_PRESETS), default="moe",
-                   help="moe: the hand-built Mixtral-shaped model; deepseek_v3 / mixtral: tiny Hugging Face "
+    m.add_argument("--model", choices=MODELS, default="moe",
+                   help="moe: the hand-built Mixtral-shaped model; dense: the same with a dense MLP, no AutoEP; deepseek_v3 / mixtral: tiny Hugging Face "
                         "DeepseekV3ForCausalLM (Moonlight's class) / MixtralForCausalLM (models.py)")
     m.add_argument("--vocab", type=int, default=64)
     m.add_argument("--hidden", type=int, default=32)
@@ -455,6 +488,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     o.add_argument("--prime-cpu-adam", type=_flag, nargs="?", const=True, default=False,
                    help="after loading, replay steps 1..N through the C++ CPU-Adam update on dummy tensors "
                         "(works around its beta-power recomputation on resume; docs/deepspeed.md)")
+    o.add_argument("--read-back-checkpoint", type=_flag, nargs="?", const=True, default=False,
+                   help="after the save, digest the tag folder's files in a reader process (a 'files' event)")
     o.add_argument("--lr-scale-on-resume", type=float, default=float(env.get("PARITY_LR_SCALE") or 1.0),
                    help="a resumed process multiplies every LR it applies by this (PARITY_LR_SCALE; the "
                         "harness's calibration resumes, docs/parity.md \"Sensitivity\")")
@@ -492,7 +527,7 @@ def main(argv: list[str]) -> int:
     parity = Parity(contract, rank)
     torch.manual_seed(a.seed)  # identical initial weights on every rank
     model = build_model(a.model, a, MoECausalLM)
-    if a.model == "moe":
+    if a.model in ("moe", DENSE):
         model.ctx.dp_rank, model.ctx.dp_size = rank, world  # dense data parallelism spans the world
 
     sampler = ResumableSampler(SyntheticCorpus(a.seed, a.vocab, a.seq_len), a.global_batch, a.grad_accum, rank,
@@ -591,6 +626,8 @@ def main(argv: list[str]) -> int:
             parity.saved(step, digests=digests, tensors=tensors,
                          micro_step=engine.micro_steps, grad_accum=engine.gradient_accumulation_steps(),
                          world_size=world, autoep_size=a.autoep_size, zero_stage=a.zero_stage)
+            if a.read_back_checkpoint and rank == 0:
+                report_files(parity, os.path.join(a.checkpoint_dir, f"global_step{step}"), step)
     train_s = time.perf_counter() - t2 - save_s
     if rank == 0:
         print(json.dumps({"timing_s": {"setup": round(setup_s, 3), "load": round(load_s, 3),

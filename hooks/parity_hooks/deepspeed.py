@@ -91,9 +91,19 @@ TENSOR_KINDS = (("params", "params", None), ("exp_avg", "exp_avg", "exp_avg"),
                 ("exp_avg_sq", "exp_avg_sq", "exp_avg_sq"))
 
 
+#: The ``framework`` field of every event this hook writes.
+FRAMEWORK = "deepspeed"
+
+
 class Parity(_events.Parity):
     """The core :class:`parity_hooks.Parity` (metrics, events, marker) plus a DeepSpeed engine's
     checkpoint locations, resume state and logical-state digests."""
+
+    def _event(self, event: str, step: int, digests: Optional[Mapping[str, str]],
+               tensors: Optional[Mapping[str, str]], extra: Mapping[str, Any]) -> None:
+        # Every event says DeepSpeed wrote it: the harness then names components in DeepSpeed's
+        # words (``params``: the fp32 master; ``module_weights``: the bf16/fp16 module weights).
+        super()._event(event, step, digests, tensors, {"framework": FRAMEWORK, **extra})
 
     # -- the one-line hooks --------------------------------------------------------------------------
 

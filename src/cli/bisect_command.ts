@@ -13,13 +13,14 @@ import { formatValidationErrors, readExperimentFile } from "../experiment/mod.ts
 import { consoleProgress } from "../pipeline/console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
 import { installSignalHandlers } from "../process/mod.ts";
-import { bisect, formatBisect } from "../reproduce/mod.ts";
+import { bisect, bisectPackage, formatBisect, formatPackageBisect } from "../reproduce/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { collect, examples, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity bisect`, as commander parses them. */
 interface BisectCommandOptions {
-  repo: string;
+  repo?: string;
+  package?: string;
   good: string;
   bad: string;
   set?: string[];
@@ -33,9 +34,13 @@ export const bisectCommand: Subcommand = (exit): Command => {
   const command = new Command("bisect")
     .description("find the commit of a code input that broke parity")
     .argument("<file>", "experiment file (YAML or JSON)")
-    .requiredOption("--repo <dir>", "git repository that is one of the experiment's code inputs")
-    .requiredOption("--good <rev>", "a revision whose run passes")
-    .requiredOption("--bad <rev>", "a revision whose run fails")
+    .option("--repo <dir>", "git repository that is one of the experiment's code inputs")
+    .option(
+      "--package <name>",
+      "bisect the published releases of the trainer preset's framework instead (deepspeed)",
+    )
+    .requiredOption("--good <rev>", "a revision (or release) whose run passes")
+    .requiredOption("--bad <rev>", "a revision (or release) whose run fails")
     .option("--set <KEY.PATH=VALUE>", "override a field (repeatable)", collect)
     .option("--results <dir>", "results folder", "results")
     .option("--goldens <dir>", "goldens folder for golden: true", DEFAULT_GOLDENS_DIR)
@@ -43,6 +48,7 @@ export const bisectCommand: Subcommand = (exit): Command => {
       "after",
       examples([
         "parity bisect experiments/deepspeed/cpu_autoep.yaml --repo ../DeepSpeed --good v0.19.7 --bad HEAD",
+        "parity bisect --package deepspeed --good 0.17.5 --bad 0.18.4 experiments/deepspeed/known_bugs/pr7786_bf16_zero0.yaml",
       ]),
     )
     .option("--quiet", "print phase start/end lines only")
@@ -55,7 +61,35 @@ export const bisectCommand: Subcommand = (exit): Command => {
       if (loaded.experiments.length !== 1) {
         usageError(command, "the file expands to several experiments; pick one with --set");
       }
+      if ((options.repo === undefined) === (options.package === undefined)) {
+        usageError(command, "give exactly one of --repo <dir> and --package <name>");
+      }
       const uninstall = installSignalHandlers({ listenWhileIdle: true });
+      // The command's result is its own verdict: each run's verdict line goes to stderr.
+      const progress = consoleProgress({
+        quiet: options.quiet ?? false,
+        result: (line) => console.error(line),
+      });
+      if (options.package !== undefined) {
+        try {
+          const result = await bisectPackage({
+            experiment: loaded.experiments[0],
+            experimentFile: resolve(file),
+            baseDir: dirname(resolve(file)),
+            resultsDir: resolve(options.results),
+            goldensDir: resolve(options.goldens),
+            package: options.package,
+            good: options.good,
+            bad: options.bad,
+            progress,
+            harnessEnv: Deno.env.toObject(),
+          });
+          console.log(formatPackageBisect(options.package, result));
+          return exit(result.exit_code);
+        } finally {
+          uninstall();
+        }
+      }
       try {
         const result = await bisect({
           experiment: loaded.experiments[0],
@@ -63,14 +97,10 @@ export const bisectCommand: Subcommand = (exit): Command => {
           baseDir: dirname(resolve(file)),
           resultsDir: resolve(options.results),
           goldensDir: resolve(options.goldens),
-          repo: resolve(options.repo),
+          repo: resolve(options.repo!),
           good: options.good,
           bad: options.bad,
-          // The command's result is its own verdict: each run's verdict line goes to stderr.
-          progress: consoleProgress({
-            quiet: options.quiet ?? false,
-            result: (line) => console.error(line),
-          }),
+          progress,
           harnessEnv: Deno.env.toObject(),
         });
         console.log(formatBisect(result));

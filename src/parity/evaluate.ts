@@ -175,7 +175,11 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
   const snapshot = baseline?.status === "ok"
     ? findDigestEvent(judged(baseline.name), "snapshot", input.saveAt)
     : undefined;
-  if (split && baseline && snapshot) {
+  // Or where the split read its checkpoint files back (a `files` event): the three-way check.
+  const files = split?.status === "ok"
+    ? findDigestEvent(judged(split.name), "files", input.saveAt)
+    : undefined;
+  if (split && baseline && (snapshot || files)) {
     state_checks.unshift(
       split.status === "ok"
         ? checkSavedState(split.name, judged(baseline.name), judged(split.name), input.saveAt)

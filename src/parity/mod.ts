@@ -82,6 +82,7 @@ export {
   SPREAD_LIMIT,
 } from "./noise_floor.ts";
 export { checkRestoredState, findDigestEvent, stateCheckName, tensorList } from "./state_checks.ts";
+export { componentLabel, componentList, masterNotRestored } from "./component_words.ts";
 export { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 export {
   isShortDecimal,

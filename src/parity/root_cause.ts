@@ -22,6 +22,7 @@ import type {
 import { driftFailureText } from "./drift.ts";
 import { causeLines } from "./_child_tail.ts";
 import { tensorList } from "./state_checks.ts";
+import { componentList, frameworkOf, masterNotRestored } from "./component_words.ts";
 import { stat } from "../format/numbers.ts";
 
 /** The stable codes of {@link Finding}s. */
@@ -134,7 +135,7 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
     card: (f) => ({
       title: `${saveWrong(f.run, f.saveDiffering)}; ${f.every.toLowerCase()} ` +
         `loads it as saved and diverges: ${f.first.headline}${f.first.more}${f.stateNote}.`,
-      next: saveNext(f.saveDiffering),
+      next: saveNext(f.run, f.saveDiffering),
     }),
   },
   {
@@ -435,9 +436,9 @@ function divergenceFacts(
       ),
     ],
     stateNote: differing.length > 0
-      ? `; state check names ${differing.join(", ")}${
+      ? `; state check names ${componentList(differing, frameworkOf(loads))}${
         tensorSuffix(loads.filter((s) => s.verdict === "FAIL"))
-      }`
+      }${masterNote(loads)}`
       : "",
     stateEqual: loads.length > 0 && loads.every((s) => s.verdict === "PASS"),
     noDigests: loads.every((s) => !s.available),
@@ -460,7 +461,7 @@ function saveFindings(run: RootCauseInput): Finding[] {
     state: s.differing,
     headline: `the save differs from the uninterrupted run in ${s.differing.join(", ")}`,
     title: `${saveWrong(run, s.differing)}; no loss shows it within the window.`,
-    next: saveNext(s.differing),
+    next: saveNext(run, s.differing),
     evidence: [`${s.phase}: ${s.reason ?? s.differing.join(", ")}`],
   }));
 }
@@ -468,17 +469,51 @@ function saveFindings(run: RootCauseInput): Finding[] {
 function saveWrong(run: RootCauseInput, differing: string[]): string {
   const saves = run.state_checks.filter((s) => s.check === "save");
   const savers = [...new Set(saves.filter((s) => s.verdict === "FAIL").map((s) => s.phase))];
-  return `The checkpoint is wrong, not its load: what ${
-    savers.join(" and ") || "split"
-  } saved differs from the uninterrupted run's state at step ${run.save_at} in ${
-    differing.join(", ")
-  }${tensorSuffix(saves)}`;
+  const framework = frameworkOf(saves);
+  const notInFiles = new Set(saves.flatMap((s) => s.not_in_files ?? []));
+  const filesDiffer = new Set(saves.flatMap((s) => s.files_differing ?? []));
+  const engine = differing.filter((d) => !notInFiles.has(d) && !filesDiffer.has(d));
+  const parts: string[] = [];
+  if (engine.length > 0) {
+    parts.push(
+      `what ${savers.join(" and ") || "split"} saved differs from the uninterrupted run's state ` +
+        `at step ${run.save_at} in ${componentList(engine, framework)}`,
+    );
+  }
+  if (notInFiles.size > 0) {
+    parts.push(
+      `the save wrote no ${componentList([...notInFiles], framework)} (not in the checkpoint ` +
+        "files, though the engine held them)",
+    );
+  }
+  if (filesDiffer.size > 0) {
+    parts.push(
+      `the checkpoint files differ from the engine's saved state in ${
+        componentList([...filesDiffer], framework)
+      }`,
+    );
+  }
+  return `The checkpoint is wrong, not its load: ${parts.join("; ")}${tensorSuffix(saves)}`;
 }
 
-function saveNext(differing: string[]): string {
+/** `; module weights restored, fp32 master and optimizer state not` where a check shows it. */
+function masterNote(checks: readonly StateCheckSummary[]): string {
+  const note = checks.map(masterNotRestored).find((n) => n !== "");
+  return note === undefined ? "" : ` (${note})`;
+}
+
+function saveNext(run: RootCauseInput, differing: string[]): string {
+  const saves = run.state_checks.filter((s) => s.check === "save");
+  const notInFiles = saves.flatMap((s) => s.not_in_files ?? []);
+  if (notInFiles.length > 0) {
+    return `Find why the save writes no ${notInFiles.join(", ")}: the checkpoint's files were ` +
+      "read back without the engine, so the engine's own digests cannot vouch for them (for " +
+      "DeepSpeed: which optimizer state save_checkpoint writes under this precision and ZeRO " +
+      "stage; a load of such a checkpoint cannot restore it).";
+  }
   return `Look at what the save captures for ${differing.join(", ")}: a cursor or counter read ` +
     "before or after the step it belongs to, an RNG the save itself draws from, a copy taken " +
-    "from the wrong replica or rank.";
+    "from the wrong replica or rank, or a file that does not hold what the engine did.";
 }
 
 /**

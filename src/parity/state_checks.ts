@@ -14,7 +14,7 @@ import type { StateCheckSummary } from "../types/summary.ts";
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
 export function findDigestEvent(
   series: MetricSeries | undefined,
-  name: "saved" | "loaded" | "snapshot",
+  name: "saved" | "loaded" | "snapshot" | "files",
   step?: number,
 ): EventRecord | undefined {
   if (series === undefined) return undefined;
@@ -54,11 +54,15 @@ export function checkRestoredState(
 }
 
 /**
- * The save check: `split`'s saved digests against the `snapshot` the baseline reported at the
- * same step without saving — the checkpoint holds what the uninterrupted run held at step N. A
- * save that captured the wrong state (a cursor saved early, the RNG after an extra draw) FAILs
- * here, while every restore from it matches what was saved. N/A when the baseline reports no
- * snapshot (the trainer contract's `${digest_at}` is optional).
+ * The save check, three ways: the split's `saved` digests (the engine's state right after the
+ * save) against the `snapshot` the baseline reported at the same step without saving — the
+ * checkpoint holds what the uninterrupted run held at step N — and, when the split reports a
+ * `files` event (the checkpoint's files read back by a process of their own, no engine), the
+ * `saved` digests against what the files hold. A save that captured the wrong state (a cursor
+ * saved early, the RNG after an extra draw) fails the first; a save that wrote no optimizer state
+ * or wrote other bytes than the engine held fails the second ("not in the checkpoint files"),
+ * while every restore from it may still match the engine. N/A when neither a snapshot nor a
+ * `files` event exists (the trainer contract's `${digest_at}` is optional).
  */
 export function checkSavedState(
   split: string,
@@ -66,16 +70,114 @@ export function checkSavedState(
   splitSeries: MetricSeries | undefined,
   saveAt: number,
 ): StateCheckSummary {
-  return _compareDigests(split, "save", {
-    reference: findDigestEvent(baseline, "snapshot", saveAt),
-    candidate: findDigestEvent(splitSeries, "saved", saveAt),
-    referenceSide: "the baseline's snapshot event",
-    candidateSide: "the split's saved event",
-    steps: ["saved", "snapshot"],
-    differs: `the checkpoint differs from the uninterrupted run's state at step ${saveAt}`,
-    matches: `match the uninterrupted run's state at step ${saveAt}`,
-    unavailable: "so the save cannot be checked",
-  });
+  const saved = findDigestEvent(splitSeries, "saved", saveAt);
+  const snapshot = findDigestEvent(baseline, "snapshot", saveAt);
+  const files = findDigestEvent(splitSeries, "files", saveAt);
+  const engine = snapshot === undefined && files !== undefined ? undefined : _compareDigests(
+    split,
+    "save",
+    {
+      reference: snapshot,
+      candidate: saved,
+      referenceSide: "the baseline's snapshot event",
+      candidateSide: "the split's saved event",
+      steps: ["saved", "snapshot"],
+      differs: `the checkpoint differs from the uninterrupted run's state at step ${saveAt}`,
+      matches: `match the uninterrupted run's state at step ${saveAt}`,
+      unavailable: "so the save cannot be checked",
+    },
+  );
+  if (files === undefined || saved === undefined) return engine!;
+  return _withFiles(split, engine, saved, files);
+}
+
+/**
+ * The save check's file side: each component of the engine's `saved` digests that the reader
+ * found `absent` from the files is "not in the checkpoint files"; each it read and hashed
+ * differently differs (and its tensors are named); components the reader does not reproduce
+ * (`not_read`, or not reported) are not compared.
+ */
+function _withFiles(
+  split: string,
+  engine: StateCheckSummary | undefined,
+  saved: EventRecord,
+  files: EventRecord,
+): StateCheckSummary {
+  const engineDigests = saved.fields.digests as Record<string, unknown>;
+  const fileDigests = files.fields.digests as Record<string, unknown>;
+  const absent = new Set(_strings(files.fields.absent));
+  const notInFiles: string[] = [];
+  const filesDiffering: string[] = [];
+  const compared: string[] = [];
+  for (const name of Object.keys(engineDigests).sort()) {
+    if (absent.has(name)) notInFiles.push(name);
+    else if (name in fileDigests) {
+      compared.push(name);
+      if (JSON.stringify(fileDigests[name]) !== JSON.stringify(engineDigests[name])) {
+        filesDiffering.push(name);
+      }
+    }
+  }
+  const fileTensors = files.fields.tensors;
+  const tensors = isDigestMap(fileTensors) && isDigestMap(saved.fields.tensors)
+    ? _differingTensors(
+      Object.fromEntries(
+        Object.entries(saved.fields.tensors).filter(([k]) => k in fileTensors),
+      ),
+      fileTensors,
+    ) ?? []
+    : [];
+  const base: StateCheckSummary = engine ?? {
+    phase: split,
+    check: "save",
+    verdict: "PASS",
+    available: true,
+    differing: [],
+    compared: [],
+  };
+  const differing = [...new Set([...base.differing, ...notInFiles, ...filesDiffering])];
+  const sentences: string[] = [];
+  // Two comparisons in one reason: say which each sentence is about.
+  if (engine !== undefined && engine.reason) sentences.push(`Engine vs baseline: ${engine.reason}`);
+  sentences.push("Files vs engine:");
+  if (notInFiles.length > 0) {
+    sentences.push(`not in the checkpoint files: ${notInFiles.join(", ")}.`);
+  }
+  if (filesDiffering.length > 0) {
+    sentences.push(
+      `the checkpoint files differ from the engine's saved state in ${filesDiffering.join(", ")}${
+        tensors.length > 0 ? ` (${tensors.slice(0, 3).join(", ")})` : ""
+      }.`,
+    );
+  }
+  if (notInFiles.length === 0 && filesDiffering.length === 0) {
+    sentences.push(`the checkpoint files hold the engine's saved ${compared.join(", ")}.`);
+  }
+  const framework = typeof saved.fields.framework === "string"
+    ? saved.fields.framework
+    : base.framework;
+  const summary: StateCheckSummary = {
+    ...base,
+    ...(framework !== undefined ? { framework } : {}),
+    available: true,
+    differing,
+    compared: [...new Set([...(base.compared ?? []), ...compared])].sort(),
+    files_compared: compared,
+    reason: sentences.join(" "),
+  };
+  if (notInFiles.length > 0) summary.not_in_files = notInFiles;
+  if (filesDiffering.length > 0) summary.files_differing = filesDiffering;
+  if (tensors.length > 0 && (summary.differing_tensors ?? []).length === 0) {
+    summary.differing_tensors = tensors.slice(0, MAX_TENSORS_NAMED);
+    summary.differing_tensors_total = tensors.length;
+  }
+  if (differing.length > 0) summary.verdict = "FAIL";
+  else if (engine === undefined) summary.verdict = "PASS";
+  return summary;
+}
+
+function _strings(x: unknown): string[] {
+  return Array.isArray(x) ? x.filter((v): v is string => typeof v === "string") : [];
 }
 
 interface _DigestPair {
@@ -136,6 +238,9 @@ function _compareDigests(
     differing,
     compared,
   };
+  const framework = [candidate, reference].map((e) => e.fields.framework)
+    .find((f): f is string => typeof f === "string");
+  if (framework !== undefined) summary.framework = framework;
   if (missing.length > 0) summary.missing = missing;
   if (tensors && tensors.length > 0) {
     summary.differing_tensors = tensors.slice(0, MAX_TENSORS_NAMED);

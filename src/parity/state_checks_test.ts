@@ -131,3 +131,69 @@ Deno.test("a tensors_file sidecar names the differing tensors like an inline map
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/** A split that saved `digests` and read its files back as `files` (DeepSpeed's events). */
+const splitWithFiles = (
+  digests: Record<string, string>,
+  files: Record<string, unknown>,
+  tensors?: { saved: Record<string, string>; files: Record<string, string> },
+) =>
+  parseJsonl(jsonl([
+    { step: 5, loss: 1 },
+    {
+      event: "saved",
+      step: 5,
+      digests,
+      framework: "deepspeed",
+      ...(tensors ? { tensors: tensors.saved } : {}),
+    },
+    { event: "files", step: 5, ...files, ...(tensors ? { tensors: tensors.files } : {}) },
+  ]));
+
+Deno.test("checkSavedState() FAILs a save whose files lack what the engine held", () => {
+  // DeepSpeed 0.18.4, bf16 + ZeRO-0 (PR #7786): the engine's digests equal the baseline's, the
+  // files hold no optimizer state at all.
+  const engine = { params: "p", exp_avg: "m", module_weights: "w", rng: "r" };
+  const split = splitWithFiles(engine, {
+    digests: { module_weights: "w", rng: "r" },
+    absent: ["params", "exp_avg", "optimizer_step"],
+  });
+  const r = checkSavedState("split", snapshot(engine, 5), split, 5);
+  assert.equal(r.verdict, "FAIL");
+  assert.equal(r.check, "save");
+  assert.deepEqual(r.not_in_files, ["exp_avg", "params"]);
+  assert.deepEqual(r.differing, ["exp_avg", "params"]);
+  assert.deepEqual(r.files_compared, ["module_weights", "rng"]);
+  assert.equal(r.framework, "deepspeed");
+  assert.match(r.reason ?? "", /Files vs engine: not in the checkpoint files: exp_avg, params\./);
+});
+
+Deno.test("checkSavedState() names the tensor a file holds differently from the engine", () => {
+  const engine = { params: "p", rng: "r" };
+  const split = splitWithFiles(engine, { digests: { params: "q", rng: "r" }, absent: [] }, {
+    saved: { "a · params": "1", "b · params": "2" },
+    files: { "a · params": "1", "b · params": "3" },
+  });
+  // No baseline snapshot: the files alone make the save check.
+  const r = checkSavedState("split", undefined, split, 5);
+  assert.equal(r.verdict, "FAIL");
+  assert.deepEqual(r.files_differing, ["params"]);
+  assert.deepEqual(r.differing_tensors, ["b · params"]);
+  assert.match(
+    r.reason ?? "",
+    /files differ from the engine's saved state in params \(b · params\)/,
+  );
+});
+
+Deno.test("checkSavedState() PASSes files that hold the engine's state, comparing what was read", () => {
+  const engine = { params: "p", engine_counters: "c", rng: "r" };
+  const split = splitWithFiles(engine, {
+    digests: { params: "p", rng: "r" },
+    absent: [],
+    not_read: ["engine_counters"],
+  });
+  const r = checkSavedState("split", snapshot(engine, 5), split, 5);
+  assert.equal(r.verdict, "PASS", r.reason);
+  assert.deepEqual(r.files_compared, ["params", "rng"]);
+  assert.equal(r.not_in_files, undefined);
+});

@@ -30,13 +30,22 @@ const PYTHON = join(DEEPSPEED_VENV, "bin/python");
  * builds a second pinned venv).
  */
 function deepspeedVenv(args: Readonly<Record<string, unknown>>): string {
+  // `deepspeed: X.Y.Z` names a release: its venv is the one `setup_deepspeed.sh --deepspeed` makes.
+  if (typeof args.deepspeed === "string" && args.deepspeed !== "") {
+    return releaseVenv(args.deepspeed);
+  }
   const venv = args.venv;
   if (typeof venv !== "string" || venv === "") return DEEPSPEED_VENV;
   return isAbsolute(venv) ? venv : join(PROJECT_DIR, venv);
 }
 
+/** The venv of DeepSpeed release `version` (`tools/setup_deepspeed.sh --deepspeed <version>`). */
+function releaseVenv(version: string): string {
+  return join(PROJECT_DIR, `.venv-deepspeed-${version}`);
+}
+
 /** Arguments that choose the environment or reach only the planner, not flags of the script. */
-const NOT_SCRIPT_FLAGS = ["world_size", "venv", "plan_fault"];
+const NOT_SCRIPT_FLAGS = ["world_size", "venv", "deepspeed", "plan_fault"];
 
 /**
  * Resume faults of the training script: DeepSpeed's own load options, restores the script skips
@@ -200,8 +209,9 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
     top_k: { flag: "--top-k", description: "routed experts per token" },
     model: {
       flag: "--model",
-      values: ["moe", "deepseek_v3", "mixtral"],
-      description: "moe (hand-built, Mixtral-shaped), deepseek_v3 (HF DeepseekV3ForCausalLM, " +
+      values: ["moe", "dense", "deepseek_v3", "mixtral"],
+      description: "moe (hand-built, Mixtral-shaped), dense (the same with a dense MLP, no " +
+        "AutoEP: any DeepSpeed from 0.16.0), deepseek_v3 (HF DeepseekV3ForCausalLM, " +
         "Moonlight's class) or mixtral (HF MixtralForCausalLM); tiny configs in models.py",
     },
     optimizer: {
@@ -221,6 +231,18 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
       values: [true, false],
       description: "workaround: one Adam step tensor per sub-group after a ZeRO-3 universal load",
     },
+    read_back_checkpoint: {
+      flag: "--read-back-checkpoint",
+      values: [true, false],
+      description: "after the save, read the checkpoint's files back in a process of their own " +
+        "(a `files` event: the save check compares the files too; dense ZeRO 0-2 only)",
+    },
+    deepspeed: {
+      flag: "--deepspeed",
+      description:
+        "a DeepSpeed release (X.Y.Z, from 0.16.0) whose venv .venv-deepspeed-X.Y.Z the " +
+        "phase runs under (`bash tools/setup_deepspeed.sh --deepspeed X.Y.Z` builds it); wins over venv",
+    },
     venv: {
       flag: "--venv",
       description: "Python environment of the phase (repository-relative or absolute); default " +
@@ -234,6 +256,20 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
       values: DEEPSPEED_PLAN_FAULTS,
       description: "inject one named planner bug into one parameter (planner only)",
     },
+  },
+  releases: {
+    package: "deepspeed",
+    // Before 0.16.0 torch.load lacks weights_only=False, which torch 2.13 needs for ZeRO files
+    // (docs/deepspeed.md, "Known DeepSpeed bugs").
+    oldest: "0.16.0",
+    releaseArg: "deepspeed",
+    setupArgv: (version) => [
+      "bash",
+      join(PROJECT_DIR, "tools/setup_deepspeed.sh"),
+      "--deepspeed",
+      version,
+    ],
+    listArgv: () => [PYTHON, "-m", "pip", "index", "versions", "deepspeed"],
   },
   faults: DEEPSPEED_FAULTS,
   policies: DEEPSPEED_POLICIES,

@@ -59,7 +59,8 @@ Deno.test("deepspeed preset: faults are the training script's own", () => {
 
 Deno.test("deepspeed preset: every script flag it passes is one train_moe.py defines", () => {
   for (const [key, arg] of Object.entries(DEEPSPEED_PRESET.args)) {
-    if (key === "world_size" || key === "venv") continue; // the launcher and the venv
+    // The launcher, and the venv (by path or by DeepSpeed release).
+    if (key === "world_size" || key === "venv" || key === "deepspeed") continue;
     if (key === "plan_fault") continue; // the planner's (tested above)
     assert.ok(SCRIPT.includes(`"${arg.flag}"`), `${key}: train_moe.py has no ${arg.flag}`);
   }
@@ -153,4 +154,22 @@ Deno.test("deepspeed preset: a venv an experiment names but the machine lacks is
   assert.ok(problem, "a missing venv is an environment problem");
   // Either the preset's own venv is missing (a machine without the set-up) or the named one.
   assert.match(problem, /\/no\/such\/venv|setup-deepspeed/);
+});
+
+Deno.test("deepspeed preset: args.deepspeed picks that release's venv and is no script flag", () => {
+  const argv = DEEPSPEED_PRESET.argv({
+    tool: "trainer",
+    vars: PHASE_VARS,
+    args: { deepspeed: "0.18.4", venv: "elsewhere", model: "dense" },
+  } as never);
+  assert.ok(argv[0].endsWith(".venv-deepspeed-0.18.4/bin/torchrun"), argv[0]);
+  assert.ok(!argv.includes("--deepspeed"));
+  assert.ok(argv.includes("--model") && argv.includes("dense"));
+  const env = DEEPSPEED_PRESET.env!({ args: { deepspeed: "0.18.4" } } as never);
+  assert.ok(env.TORCH_EXTENSIONS_DIR.endsWith(".venv-deepspeed-0.18.4/torch_extensions"));
+  assert.equal(DEEPSPEED_PRESET.releases?.package, "deepspeed");
+  assert.deepEqual(DEEPSPEED_PRESET.releases?.setupArgv("0.18.4").slice(-2), [
+    "--deepspeed",
+    "0.18.4",
+  ]);
 });

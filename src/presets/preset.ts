@@ -102,6 +102,22 @@ export interface PresetDescriptor {
    * the argument sets the experiments give its programs (trainer, converter, resumes).
    */
   environmentProblem?(argSets?: readonly Readonly<Record<string, unknown>>[]): string | undefined;
+  /** How to run the preset under published releases of its framework (`parity bisect --package`). */
+  releases?: PresetReleases;
+}
+
+/** A preset's framework releases: one cached environment per release, chosen by an argument. */
+export interface PresetReleases {
+  /** The package on its registry (`deepspeed`). */
+  package: string;
+  /** The oldest release the preset's trainer can run at all (older ones are not tried). */
+  oldest: string;
+  /** The argument whose value, a release, picks a phase's environment (`deepspeed`). */
+  releaseArg: string;
+  /** The argv that builds (or verifies, when cached) the environment of `version`. */
+  setupArgv(version: string): string[];
+  /** The argv that prints the registry's releases (`pip index versions <package>`). */
+  listArgv(): string[];
 }
 
 /** Text of an argument value on a command line: strings as they are, anything else as JSON. */

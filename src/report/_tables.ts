@@ -5,9 +5,11 @@ import type {
   NoiseRtolDerivation,
   PhaseSummary,
   PlanSyncSummary,
+  StateCheckSummary,
   Verdict,
 } from "../types/summary.ts";
 import {
+  componentList,
   type Culprit,
   culprits,
   stateCheckName,
@@ -183,12 +185,19 @@ export function stateTable(run: LoadedRun, which: ComparisonRows = "all"): Table
     rows: checks.map((s) => [
       c(stateCheckName(s)),
       s.available ? verdictCell(s.verdict) : verdictCell("N/A", " (no digests)"),
-      c(s.differing.length > 0 ? s.differing.join(", ") : "—"),
+      c(s.differing.length > 0 ? differingText(s) : "—"),
       ...(tensors ? [c(tensorList([s]) || "—")] : []),
       c(s.compared && s.compared.length > 0 ? s.compared.join(", ") : "—"),
     ]),
     empty: "No state checks (the trainer emitted no digests or no resume ran).",
   };
+}
+
+/** A check's differing components in the framework's words, and which the files lack. */
+function differingText(s: StateCheckSummary): string {
+  const text = componentList(s.differing, s.framework);
+  const missing = s.not_in_files ?? [];
+  return missing.length > 0 ? `${text}; not in the checkpoint files: ${missing.join(", ")}` : text;
 }
 
 /**

@@ -10,7 +10,7 @@
 
 import type { RunSummary } from "../types/summary.ts";
 import { comparisonUlp, comparisonUlpText, exact } from "../format/numbers.ts";
-import { blamedPhases, stateCheckName, tensorList } from "../parity/mod.ts";
+import { blamedPhases, componentList, stateCheckName, tensorList } from "../parity/mod.ts";
 import { plannerText, secondOpinionText, stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
 
@@ -157,9 +157,13 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
     outcome = { kind: "skipped", message: "no state digests available" };
   } else if (st.verdict === "FAIL") {
     const tensors = tensorList([st]);
-    const message = st.check === "save"
-      ? `saved state differs from the baseline's at the save step: ${st.differing.join(", ")}`
-      : `restored state differs: ${st.differing.join(", ")}`;
+    const named = componentList(st.differing, st.framework);
+    const notInFiles = st.not_in_files ?? [];
+    const message = st.check !== "save"
+      ? `restored state differs: ${named}`
+      : notInFiles.length > 0
+      ? `not in the checkpoint files: ${componentList(notInFiles, st.framework)}`
+      : `saved state differs from the baseline's or the files' at the save step: ${named}`;
     outcome = {
       kind: "failure",
       type: "StateMismatch",
@@ -193,6 +197,9 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
           ["differing_tensors", st.differing_tensors.join(", ")] as [string, string],
           ["differing_tensors_total", String(st.differing_tensors_total)] as [string, string],
         ]
+        : []),
+      ...(st.not_in_files
+        ? [["not_in_files", st.not_in_files.join(", ")] as [string, string]]
         : []),
       ["compared", (st.compared ?? []).join(", ")],
     ],

@@ -16,3 +16,9 @@ export {
 export { type SavedGolden, saveGolden } from "./golden_save.ts";
 export { formatRerun, RERUN_EXIT_CODES, type RerunResult, rerunRun } from "./rerun.ts";
 export { readStoredRun, type StoredRun, StoredRunError } from "./stored_run.ts";
+export {
+  bisectPackage,
+  formatPackageBisect,
+  type PackageBisectResult,
+  PackageBisectUsageError,
+} from "./package_bisect.ts";

@@ -244,7 +244,8 @@ export interface StateCheckSummary {
   /** Resume phase checked (the split, for the save check). */
   phase: string;
   /**
-   * `save`: the split's saved digests against the baseline's snapshot at the save step; absent:
+   * `save`: the split's saved digests against the baseline's snapshot at the save step and against
+   * what the checkpoint files hold (a `files` event); absent:
    * a resume's loaded digests against the saved ones.
    */
   check?: "save";
@@ -265,6 +266,20 @@ export interface StateCheckSummary {
   compared?: string[];
   /** Components present on only one side (not verifiable; makes the check ERROR, never PASS). */
   missing?: string[];
+  /**
+   * Save check only: components the engine's saved digests name that the checkpoint files, read
+   * back by a process of their own, do not hold (a save that wrote no optimizer state).
+   */
+  not_in_files?: string[];
+  /** Save check only: components the files hold with other bytes than the engine's saved state. */
+  files_differing?: string[];
+  /** Save check only: components compared between the saved digests and the files. */
+  files_compared?: string[];
+  /**
+   * The framework the trainer's events say wrote them (`deepspeed`), so cards and reports name
+   * components in its words (`params`: the fp32 master).
+   */
+  framework?: string;
   /** Why the verdict is what it is, in one sentence. */
   reason?: string;
 }
