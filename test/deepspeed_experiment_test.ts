@@ -7,7 +7,6 @@
  */
 
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { PlanSyncSummary, RunSummary } from "../src/types/summary.ts";
 import {
@@ -19,27 +18,18 @@ import {
   TEN_RESUMED_STEPS,
 } from "./_testing/cli_harness.ts";
 import { assertSlurmReachable, SLURM, SLURM_IGNORE } from "./_testing/slurm_cluster.ts";
+import { comparison, stateCheck } from "./_testing/summary_lookup.ts";
+import { runPytest, venvGate } from "./_testing/venv_gate.ts";
 
-const PYTHON = join(PROJECT, ".venv-deepspeed/bin/python");
-const available = existsSync(PYTHON);
-const inCi = Deno.env.get("CI") === "true";
-if (!available && !inCi) {
-  console.error("deepspeed tests ignored: no .venv-deepspeed/ (run deno task setup-deepspeed)");
-}
-const ignore = !available && !inCi;
+const VENV = join(PROJECT, ".venv-deepspeed");
+const { ignore, assertVenvs: assertVenv } = venvGate(
+  "deepspeed",
+  [VENV],
+  "deno task setup-deepspeed",
+);
 
 const results = await Deno.makeTempDir({ prefix: "deepspeed-" });
 globalThis.addEventListener("unload", () => Deno.removeSync(results, { recursive: true }));
-
-function assertVenv() {
-  assert.ok(available, "CI must run `deno task setup-deepspeed` before the tests (.ci/run does)");
-}
-
-function comparison(summary: RunSummary, name: string) {
-  const c = summary.comparisons.find((x) => x.name === name);
-  assert.ok(c, `${summary.experiment}: no comparison ${name}`);
-  return c;
-}
 
 /** A clean plan of DeepSpeed's planner: named, verified, every process planned and executed. */
 function assertDeepSpeedPlan(plan: PlanSyncSummary, processes: number, where: string) {
@@ -54,12 +44,6 @@ function assertDeepSpeedPlan(plan: PlanSyncSummary, processes: number, where: st
   const ex = plan.execution;
   assert.equal(ex?.verdict, "PASS", `${at}: ${ex?.reason}`);
   assert.deepEqual(ex?.kinds, ["module", "fp32", "exp_avg", "exp_avg_sq"], at);
-}
-
-function stateCheck(summary: RunSummary, phase: string, check?: "save") {
-  const s = summary.state_checks.find((x) => x.phase === phase && x.check === check);
-  assert.ok(s, `${summary.experiment}: no ${check ?? "restore"} check of ${phase}`);
-  return s;
 }
 
 /** The code of the root-cause card that explains `comparison`. */
@@ -364,19 +348,12 @@ Deno.test({
   ignore,
   async fn() {
     assertVenv();
-    const out = await new Deno.Command(PYTHON, {
-      args: ["-m", "pytest", "-q", "-p", "no:cacheprovider", join(PROJECT, "adapters/deepspeed")],
-      cwd: PROJECT,
+    await runPytest(
+      join(VENV, "bin/python"),
+      join(PROJECT, "adapters/deepspeed"),
+      PROJECT,
       // The venv's own op cache (tools/setup_deepspeed.sh built the ops there).
-      env: {
-        DS_ACCELERATOR: "cpu",
-        TORCH_EXTENSIONS_DIR: join(PROJECT, ".venv-deepspeed/torch_extensions"),
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-    assert.equal(out.code, 0, text.slice(-3000));
-    assert.match(text, /\d+ passed/);
+      join(VENV, "torch_extensions"),
+    );
   },
 });

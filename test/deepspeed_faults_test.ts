@@ -12,24 +12,23 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { latestSummary, PROJECT, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 import { flipBitKeepingMtime } from "./_testing/faults.ts";
+import { venvGate } from "./_testing/venv_gate.ts";
 import type { RunSummary } from "../src/types/summary.ts";
 
-const available = existsSync(join(PROJECT, ".venv-deepspeed/bin/python"));
-const inCi = Deno.env.get("CI") === "true";
-if (!available && !inCi) {
-  console.error(
-    "deepspeed fault tests ignored: no .venv-deepspeed/ (run deno task setup-deepspeed)",
-  );
-}
+const gate = venvGate(
+  "deepspeed fault",
+  [join(PROJECT, ".venv-deepspeed")],
+  "deno task setup-deepspeed",
+);
 
 const cached = (s: RunSummary) => Object.fromEntries(s.phases.map((p) => [p.name, p.cached]));
 
 Deno.test({
   name:
     "deepspeed: a rank SIGKILLed in save_checkpoint is never reused; a flipped bit re-runs the split",
-  ignore: !available && !inCi,
+  ignore: gate.ignore,
   async fn() {
-    assert.ok(available, "CI must run `deno task setup-deepspeed` before the tests (.ci/run does)");
+    gate.assertVenvs();
     const dir = await Deno.makeTempDir({ prefix: "deepspeed-faults-" });
     try {
       const file = await writeExperiment(dir, "x.yaml", {

@@ -8,22 +8,19 @@
  */
 
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { RunSummary } from "../src/types/summary.ts";
 import { failureContext, latestSummary, PROJECT, runExperiment } from "./_testing/cli_harness.ts";
+import { venvGate } from "./_testing/venv_gate.ts";
 
 /** The buggy release's venv, and the fixed one (the preset's own unless PARITY_DEEPSPEED_VENV). */
 const BUGGY_VENV = join(PROJECT, ".venv-deepspeed-0.18.4");
 const FIXED_VENV = Deno.env.get("PARITY_DEEPSPEED_VENV") || join(PROJECT, ".venv-deepspeed");
-const available = [BUGGY_VENV, FIXED_VENV].every((v) => existsSync(join(v, "bin/python")));
-const inCi = Deno.env.get("CI") === "true";
-if (!available && !inCi) {
-  console.error(
-    "deepspeed known-bug tests ignored: no .venv-deepspeed-0.18.4/ or .venv-deepspeed/ " +
-      "(bash tools/setup_deepspeed.sh --deepspeed 0.18.4; deno task setup-deepspeed)",
-  );
-}
+const gate = venvGate(
+  "deepspeed known-bug",
+  [BUGGY_VENV, FIXED_VENV],
+  "bash tools/setup_deepspeed.sh --deepspeed 0.18.4; deno task setup-deepspeed",
+);
 
 const results = await Deno.makeTempDir({ prefix: "deepspeed-known-bugs-" });
 globalThis.addEventListener("unload", () => Deno.removeSync(results, { recursive: true }));
@@ -39,9 +36,9 @@ function saveCheck(summary: RunSummary) {
 
 Deno.test({
   name: "known bug PR #7786 (DeepSpeed 0.18.4, bf16 + ZeRO-0): the files lack the optimizer state",
-  ignore: !available && !inCi,
+  ignore: gate.ignore,
   async fn() {
-    assert.ok(available, `CI must build ${BUGGY_VENV} and ${FIXED_VENV} first (.ci/run does)`);
+    gate.assertVenvs();
     const run = await runExperiment(PR7786, results, [], { PARITY_DEEPSPEED_VENV: FIXED_VENV });
     const summary = await latestSummary(results, EXPERIMENT);
     const context = await failureContext(results, EXPERIMENT);
@@ -68,9 +65,9 @@ Deno.test({
 
 Deno.test({
   name: "known bug PR #7786 fixed (DeepSpeed 0.19.8): the same experiment PASSes, files included",
-  ignore: !available && !inCi,
+  ignore: gate.ignore,
   async fn() {
-    assert.ok(available, `CI must build ${BUGGY_VENV} and ${FIXED_VENV} first (.ci/run does)`);
+    gate.assertVenvs();
     const fixed = join(results, "fixed");
     const run = await runExperiment(PR7786, fixed, [`trainer.args.venv=${FIXED_VENV}`], {
       PARITY_DEEPSPEED_VENV: FIXED_VENV,

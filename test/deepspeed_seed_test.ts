@@ -9,7 +9,6 @@
  */
 
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { RunSummary } from "../src/types/summary.ts";
 import {
@@ -19,29 +18,20 @@ import {
   runExperiment,
   TEN_RESUMED_STEPS,
 } from "./_testing/cli_harness.ts";
+import { comparison } from "./_testing/summary_lookup.ts";
+import { venvGate } from "./_testing/venv_gate.ts";
 
-const inCi = Deno.env.get("CI") === "true";
-const venvs = {
-  main: join(PROJECT, ".venv-deepspeed/bin/python"),
-  compat: join(PROJECT, ".venv-deepspeed-0.19.7/bin/python"),
-};
-const missing = (path: string) => !existsSync(path) && !inCi;
-for (const [name, path] of Object.entries(venvs)) {
-  if (missing(path)) console.error(`deepspeed seed tests: no ${path} (${name}); tests ignored`);
-}
+const VENV = join(PROJECT, ".venv-deepspeed");
+const COMPAT_VENV = join(PROJECT, ".venv-deepspeed-0.19.7");
+const main = venvGate("deepspeed seed", [VENV], "deno task setup-deepspeed");
+const compat = venvGate(
+  "deepspeed compat",
+  [VENV, COMPAT_VENV],
+  "deno task setup-deepspeed; bash tools/setup_deepspeed.sh --deepspeed 0.19.7",
+);
 
 const results = await Deno.makeTempDir({ prefix: "deepspeed-seed-" });
 globalThis.addEventListener("unload", () => Deno.removeSync(results, { recursive: true }));
-
-function assertVenv(path: string) {
-  assert.ok(existsSync(path), `CI must build ${path} before the tests (.ci/run does)`);
-}
-
-function comparison(summary: RunSummary, name: string) {
-  const c = summary.comparisons.find((x) => x.name === name);
-  assert.ok(c, `${summary.experiment}: no comparison ${name}`);
-  return c;
-}
 
 function differing(summary: RunSummary, phase: string): string[] {
   const s = summary.state_checks.find((x) => x.phase === phase);
@@ -51,9 +41,9 @@ function differing(summary: RunSummary, phase: string): string[] {
 
 Deno.test({
   name: "deepspeed seed: DeepseekV3 under AutoEP, torch AdamW's shared step and CPU-Adam's powers",
-  ignore: missing(venvs.main),
+  ignore: main.ignore,
   async fn() {
-    assertVenv(venvs.main);
+    main.assertVenvs();
     const file = join(PROJECT, "experiments/deepspeed/seed_moonlight_tiny.yaml");
     // 10 resumed steps (TEN_RESUMED_STEPS): every finding asserted shows by step 52.
     const member = (sets: string[]) => runExperiment(file, results, [TEN_RESUMED_STEPS, ...sets]);
@@ -120,9 +110,9 @@ Deno.test({
 Deno.test({
   name:
     "deepspeed CPU-Adam: a resume after an early save diverges with every restored digest equal",
-  ignore: missing(venvs.main),
+  ignore: main.ignore,
   async fn() {
-    assertVenv(venvs.main);
+    main.assertVenvs();
     const file = join(PROJECT, "experiments/deepspeed/cpu_adam_beta_power.yaml");
     const run = await runExperiment(file, results);
     const name = "deepspeed-cpu-adam-beta-power";
@@ -147,10 +137,9 @@ Deno.test({
 
 Deno.test({
   name: "deepspeed compat: a 0.19.7 checkpoint resumes under 0.19.8 exactly, native and universal",
-  ignore: missing(venvs.main) || missing(venvs.compat),
+  ignore: compat.ignore,
   async fn() {
-    assertVenv(venvs.main);
-    assertVenv(venvs.compat);
+    compat.assertVenvs();
     const file = join(PROJECT, "experiments/deepspeed/compat_0197_to_0198.yaml");
     const run = await runExperiment(file, results, [TEN_RESUMED_STEPS]);
     assert.equal(run.code, 0, run.stderr.slice(-3000));

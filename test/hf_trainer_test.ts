@@ -12,7 +12,6 @@
  */
 
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { RunSummary } from "../src/types/summary.ts";
 import {
@@ -24,14 +23,11 @@ import {
   writeExperiment,
 } from "./_testing/cli_harness.ts";
 import { readMetrics } from "../src/metrics/mod.ts";
+import { comparison, stateCheck } from "./_testing/summary_lookup.ts";
+import { venvGate } from "./_testing/venv_gate.ts";
 
 const VENV = join(PROJECT, ".venv-hooks");
-const available = existsSync(join(VENV, "bin/python"));
-const inCi = Deno.env.get("CI") === "true";
-if (!available && !inCi) {
-  console.error("hf trainer tests ignored: no .venv-hooks/ (run deno task setup-hooks)");
-}
-const ignore = !available && !inCi;
+const { ignore, assertVenvs: assertVenv } = venvGate("hf trainer", [VENV], "deno task setup-hooks");
 
 const EXAMPLE = join(PROJECT, "examples/hf_trainer/experiment.yaml");
 const SCRIPT = join(PROJECT, "test/trainers/hf_clm/train_clm.py");
@@ -55,22 +51,6 @@ const TENSORBOARD = ["--report_to", "tensorboard", "--logging_steps", "1"];
 
 const results = await Deno.makeTempDir({ prefix: "hf-trainer-" });
 globalThis.addEventListener("unload", () => Deno.removeSync(results, { recursive: true }));
-
-function assertVenv() {
-  assert.ok(available, "CI must run `deno task setup-hooks` before the tests (.ci/run does)");
-}
-
-function comparison(summary: RunSummary, name: string) {
-  const c = summary.comparisons.find((x) => x.name === name);
-  assert.ok(c, `${summary.experiment}: no comparison ${name}`);
-  return c;
-}
-
-function stateCheck(summary: RunSummary, phase: string, check?: "save") {
-  const s = summary.state_checks.find((x) => x.phase === phase && x.check === check);
-  assert.ok(s, `${summary.experiment}: no ${check ?? "restore"} check of ${phase}`);
-  return s;
-}
 
 /** The state components every HF phase reports (DeepSpeed adds the engine's counters). */
 const HF_COMPONENTS = [

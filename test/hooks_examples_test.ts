@@ -9,41 +9,28 @@
  */
 
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { failureContext, latestSummary, PROJECT, runExperiment } from "./_testing/cli_harness.ts";
+import { runPytest, venvGate } from "./_testing/venv_gate.ts";
 
-const PYTHON = join(PROJECT, ".venv-hooks/bin/python");
-const available = existsSync(PYTHON);
-const inCi = Deno.env.get("CI") === "true";
-if (!available && !inCi) {
-  console.error("parity_hooks tests ignored: no .venv-hooks/ (run deno task setup-hooks)");
-}
-const ignore = !available && !inCi;
-
-function assertVenv() {
-  assert.ok(available, "CI must run `deno task setup-hooks` before the tests (.ci/run does)");
-}
+const VENV = join(PROJECT, ".venv-hooks");
+const { ignore, assertVenvs: assertVenv } = venvGate(
+  "parity_hooks",
+  [VENV],
+  "deno task setup-hooks",
+);
 
 Deno.test({
   name: "parity_hooks: the package's pytest suite passes against the real libraries",
   ignore,
   async fn() {
     assertVenv();
-    const out = await new Deno.Command(PYTHON, {
-      args: ["-m", "pytest", "-q", "-p", "no:cacheprovider", join(PROJECT, "hooks/tests")],
-      cwd: PROJECT,
-      env: {
-        DS_ACCELERATOR: "cpu",
-        TORCH_EXTENSIONS_DIR: join(PROJECT, ".venv-hooks/torch_extensions"),
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-    assert.equal(out.code, 0, text.slice(-3000));
-    assert.match(text, /\d+ passed/);
-    assert.doesNotMatch(text, /skipped/, "nothing skipped");
+    await runPytest(
+      join(VENV, "bin/python"),
+      join(PROJECT, "hooks/tests"),
+      PROJECT,
+      join(VENV, "torch_extensions"),
+    );
   },
 });
 
