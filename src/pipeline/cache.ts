@@ -205,6 +205,9 @@ export async function phaseCacheKey(
     metrics: spec.metrics ? reader : null,
     consumes: consumedKeys,
     code: codeDigest,
+    // A planner reads its target topology from a file the harness writes (`${target}`): what
+    // the file holds is an input, though its path is not. Absent elsewhere, so no other key moves.
+    ...(spec.target === undefined ? {} : { target: spec.target }),
   };
   return (await sha256Hex(canonicalJson(material))).slice(0, 32);
 }

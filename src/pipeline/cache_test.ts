@@ -40,6 +40,23 @@ Deno.test("phaseCacheKey() ignores where the run folder is, but not what runs", 
   assert.notEqual(a, await resumeKey(exp(1, { MODE: "x" }), "/results/k/run-a"), "and the env");
 });
 
+Deno.test("phaseCacheKey() keys a planner's target topology, which reaches it through a file", async () => {
+  const planKey = async (target: Record<string, unknown>) => {
+    const e = ExperimentObjectSchema.parse({
+      name: "k",
+      seed: 1,
+      schedule: { steps: 8, save_at: 4 },
+      trainer: { preset: "reference", args: { world_size: 2 } },
+      plan_sync: { target, policies: ["first_holder"] },
+    });
+    const plan = resolvePlan(e, { runDir: "/r", baseDir: "/exp", harnessEnv: {} });
+    const spec = plan.phases.find((s) => s.role === "plan")!;
+    return await phaseCacheKey(spec, ["split-key"], "code");
+  };
+  // Two members of a suite that differ only in the target must never share a plan.
+  assert.notEqual(await planKey({ world_size: 1 }), await planKey({ world_size: 4 }));
+});
+
 Deno.test("phaseCacheKey() leaves secret-looking variables out of the key", async () => {
   assert.equal(
     await resumeKey(exp(1, { HF_TOKEN: "one" }), "/r"),
