@@ -70,39 +70,25 @@ export const bisectCommand: Subcommand = (exit): Command => {
         quiet: options.quiet ?? false,
         result: (line) => console.error(line),
       });
-      if (options.package !== undefined) {
-        try {
-          const result = await bisectPackage({
-            experiment: loaded.experiments[0],
-            experimentFile: resolve(file),
-            baseDir: dirname(resolve(file)),
-            resultsDir: resolve(options.results),
-            goldensDir: resolve(options.goldens),
-            package: options.package,
-            good: options.good,
-            bad: options.bad,
-            progress,
-            harnessEnv: Deno.env.toObject(),
-          });
+      // What a bisect over releases and one over commits share.
+      const common = {
+        experiment: loaded.experiments[0],
+        experimentFile: resolve(file),
+        baseDir: dirname(resolve(file)),
+        resultsDir: resolve(options.results),
+        goldensDir: resolve(options.goldens),
+        good: options.good,
+        bad: options.bad,
+        progress,
+        harnessEnv: Deno.env.toObject(),
+      };
+      try {
+        if (options.package !== undefined) {
+          const result = await bisectPackage({ ...common, package: options.package });
           console.log(formatPackageBisect(options.package, result));
           return exit(result.exit_code);
-        } finally {
-          uninstall();
         }
-      }
-      try {
-        const result = await bisect({
-          experiment: loaded.experiments[0],
-          experimentFile: resolve(file),
-          baseDir: dirname(resolve(file)),
-          resultsDir: resolve(options.results),
-          goldensDir: resolve(options.goldens),
-          repo: resolve(options.repo!),
-          good: options.good,
-          bad: options.bad,
-          progress,
-          harnessEnv: Deno.env.toObject(),
-        });
+        const result = await bisect({ ...common, repo: resolve(options.repo!) });
         console.log(formatBisect(result));
         exit(result.exit_code);
       } finally {

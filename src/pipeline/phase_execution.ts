@@ -137,14 +137,7 @@ export async function executePhase(
   // Work an earlier harness left running (a Slurm job) completes that run's phase: reused below.
   if (!cacheOnly) await attachEarlierJob(state, ctx, hooks.started);
   if (!state.forced || cacheOnly) {
-    const hit = await findCachedPhase(
-      ctx.earlierRuns,
-      spec.name,
-      state.key,
-      ctx.runDir,
-      (run, reason) => ctx.progress.note(notReused(spec.name, run, reason)),
-      ctx.verifyCheckpoints,
-    );
+    const hit = await lookUpPhase(state, ctx, ctx.earlierRuns);
     // A producer whose checkpoint was pruned is reused only when no phase will read it.
     if (hit && (!hit.artifactsMissing || (await consumersCovered(spec.name, ctx, selected)))) {
       return await reusePhase(state, ctx, hit);
@@ -181,16 +174,25 @@ async function findSharedPhase(
   ctx: PhaseContext,
 ): Promise<CacheHit | undefined> {
   if (ctx.suiteRuns.length === 0) return undefined;
-  const { spec } = state;
-  const hit = await findCachedPhase(
-    ctx.suiteRuns,
-    spec.name,
+  const hit = await lookUpPhase(state, ctx, ctx.suiteRuns);
+  return hit && !hit.artifactsMissing ? hit : undefined;
+}
+
+/** The newest completed phase with `state`'s key among `runs`, saying why others were not reused. */
+function lookUpPhase(
+  state: PhaseState,
+  ctx: PhaseContext,
+  runs: readonly string[],
+): Promise<CacheHit | undefined> {
+  const name = state.spec.name;
+  return findCachedPhase(
+    runs,
+    name,
     state.key,
     ctx.runDir,
-    (run, reason) => ctx.progress.note(notReused(spec.name, run, reason)),
+    (run, reason) => ctx.progress.note(notReused(name, run, reason)),
     ctx.verifyCheckpoints,
   );
-  return hit && !hit.artifactsMissing ? hit : undefined;
 }
 
 function baseSummary(state: PhaseState): PhaseSummary {
