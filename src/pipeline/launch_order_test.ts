@@ -1,14 +1,9 @@
 import assert from "node:assert/strict";
+import { specStub } from "./_testing.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import { launchOrder } from "./launch_order.ts";
 
-const spec = (
-  name: string,
-  role: PhaseSpec["role"],
-  stopAt: number,
-  consumes: string[] = [],
-  tool: PhaseSpec["tool"] = "trainer",
-) => ({ name, role, tool, stopAt, consumes }) as unknown as PhaseSpec;
+const spec = specStub;
 
 Deno.test("launchOrder offers the longest remaining chain first", () => {
   // The seed's shape: baseline 100, split 50 -> {native 50, convert -> universal 50}.

@@ -1,15 +1,10 @@
 import assert from "node:assert/strict";
+import { specStub } from "./_testing.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { PhaseSummary } from "../types/summary.ts";
 import { billLine, longestChain, phaseSteps, plannedBill, runBill } from "./run_bill.ts";
 
-const spec = (
-  name: string,
-  role: PhaseSpec["role"],
-  stopAt: number,
-  consumes: string[] = [],
-  tool: PhaseSpec["tool"] = "trainer",
-) => ({ name, role, tool, stopAt, consumes, args: { world_size: 2 } }) as unknown as PhaseSpec;
+const spec = specStub;
 
 // The seed's shape: baseline 100, split 50, native 50, convert, universal 50.
 const SEED = [
