@@ -12,6 +12,7 @@ import {
   componentList,
   type Culprit,
   culprits,
+  loadedSaveText,
   stateCheckName,
   tensorList,
   ulpDistanceIn,
@@ -197,7 +198,11 @@ export function stateTable(run: LoadedRun, which: ComparisonRows = "all"): Table
 function differingText(s: StateCheckSummary): string {
   const text = componentList(s.differing, s.framework);
   const missing = s.not_in_files ?? [];
-  return missing.length > 0 ? `${text}; not in the checkpoint files: ${missing.join(", ")}` : text;
+  const loaded = loadedSaveText(s);
+  const more = loaded ? `; ${loaded}` : "";
+  return missing.length > 0
+    ? `${text}; not in the checkpoint files: ${missing.join(", ")}${more}`
+    : `${text}${more}`;
 }
 
 /**
