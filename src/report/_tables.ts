@@ -546,7 +546,10 @@ export function headline(run: LoadedRun): string {
   if (broken.length > 0) {
     bits.push(`diverged: ${broken.map((c) => `${c.phase} @ ${c.step ?? "?"}`).join(", ")}`);
   }
-  bits.push(`${s.steps} steps, saved after step ${s.save_at}`);
+  const saves = s.save_steps ?? [s.save_at];
+  bits.push(
+    `${s.steps} steps, saved after step${saves.length > 1 ? "s" : ""} ${saves.join(", ")}`,
+  );
   bits.push(`wall ${duration(s.wall_s)} (children ${duration(s.children_wall_s)})`);
   if (s.git_commit) bits.push(`commit ${s.git_commit.slice(0, 12)}`);
   if (s.interrupted) bits.push("INTERRUPTED");
