@@ -406,7 +406,10 @@ function compilePhase(
     ],
   };
   if (node.resumeKind) spec.resumeKind = node.resumeKind;
-  if (node.fromStep !== undefined) spec.fromStep = node.fromStep;
+  // Only with several saves: one save leaves every phase (and its cache key) as it was.
+  if (node.fromStep !== undefined && saveSteps(exp.schedule).length > 1) {
+    spec.fromStep = node.fromStep;
+  }
   if (node.saveSteps !== undefined) spec.saveSteps = node.saveSteps;
   // The pool is this node's: a Slurm job gets its devices from the cluster.
   if (exp.devices && executor.kind === "local") {

@@ -110,7 +110,8 @@ export interface PhaseSpec {
   resumeKind?: ResumeKind;
   /**
    * Resumes and calibrations: the saved step they load (`resume.<name>.from_step`, default the
-   * last save); they run `fromStep + 1 .. steps`. Convert: the saved step it converts.
+   * last save); they run `fromStep + 1 .. steps`. Convert: the saved step it converts. Set only
+   * with several saves (`schedule.save_at: [3, 6]`); absent means the last save.
    */
   fromStep?: number;
   /** Split: the steps it saves after, ascending (it stops after the last). */
