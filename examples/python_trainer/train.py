@@ -10,8 +10,8 @@ schedule (PARITY_STEPS), on batches drawn from a seeded random stream, with rand
 - append one JSON record per step to PARITY_METRICS_FILE, with the loss at full precision
   (json.dumps writes the shortest repr that reads back bit for bit; never round it);
 - after step PARITY_SAVE_AT (the split; with several saves a comma list, `3,6`: after each), save
-  into PARITY_CHECKPOINT_DIR/global_step<N>/, write the completion marker `checkpoint_complete.json` last (trainer.checkpoint_marker), and the
-  `latest` file;
+  into PARITY_CHECKPOINT_DIR/global_step<N>/, write the completion marker
+  `checkpoint_complete.json` last (trainer.checkpoint_marker), and the `latest` file;
 - emit `saved` and `loaded` events whose digests hash the logical state, so the harness can say
   which component a resume failed to restore.
 
