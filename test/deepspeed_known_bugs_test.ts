@@ -82,3 +82,46 @@ Deno.test({
     }
   },
 });
+
+const ISSUE8499 = join(PROJECT, "experiments/deepspeed/known_bugs/issue8499_zero3_tag.yaml");
+const ISSUE8499_EXPERIMENT = "deepspeed-known-bug-issue8499";
+const gate8499 = venvGate("deepspeed known-bug", [FIXED_VENV], "deno task setup-deepspeed");
+
+Deno.test({
+  name: "known bug issue #8499 (DeepSpeed 0.19.8, ZeRO-3): a load of tag 3 without optimizer " +
+    "states loaded the params saved at step 6",
+  ignore: gate8499.ignore,
+  async fn() {
+    gate8499.assertVenvs();
+    const out = join(results, "issue8499");
+    const run = await runExperiment(ISSUE8499, out, [`trainer.args.venv=${FIXED_VENV}`], {
+      PARITY_DEEPSPEED_VENV: FIXED_VENV,
+    });
+    const summary = await latestSummary(out, ISSUE8499_EXPERIMENT);
+    const context = await failureContext(out, ISSUE8499_EXPERIMENT);
+    assert.equal(run.code, 1, `0.19.8 must FAIL\n${context}`);
+    const loss = (resume: string) =>
+      summary.comparisons.find((c) => c.name === `baseline~${resume}` && c.metric === "loss");
+    const restore = (resume: string) => summary.state_checks.find((s) => s.phase === resume);
+    // The bug: tag 3's counters, `latest`'s (step 6's) weights; the forward of step 4 already
+    // runs on them.
+    assert.equal(loss("resume-from-3")?.first_divergent_step, 4, context);
+    const early = restore("resume-from-3");
+    assert.equal(early?.from_step, 3);
+    assert.deepEqual(early?.loaded_save, { step: 6, components: ["params"], all: false });
+    assert.ok(early?.differing.includes("params"), early?.reason);
+    assert.ok(!early?.differing.includes("step"), "the counters are tag 3's");
+    // Control: the tag `latest` names loads its own weights; only the optimizer state restarts
+    // (a load without optimizer states is never bit-identical), so the forward of step 7 matches.
+    assert.equal(loss("resume-from-6")?.first_divergent_step, 8, context);
+    const late = restore("resume-from-6");
+    assert.deepEqual(late?.differing, ["exp_avg", "exp_avg_sq", "optimizer_step", "param_groups"]);
+    assert.equal(late?.loaded_save, undefined);
+    // Control: tag 3 with its optimizer states loads correctly, bit-identical.
+    assert.equal(loss("resume-from-3-full")?.verdict, "PASS", context);
+    assert.equal(restore("resume-from-3-full")?.verdict, "PASS");
+    const said = "resume-from-3 loaded the params saved at step 6, not step 3's";
+    assert.ok(summary.findings?.some((f) => f.title.includes(said)), context);
+    assert.ok(!summary.diagnostics.some((d) => d.code === "checkpoint-tags-not-requested"));
+  },
+});

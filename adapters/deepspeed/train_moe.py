@@ -424,6 +424,20 @@ def _flag(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def _steps(text: str) -> list[int]:
+    """A step or an ascending comma list of distinct positive steps (``3,6``: the contract's several
+    saves); ``[]`` for an empty value (the harness writes ``PARITY_SAVE_AT=`` where nothing saves)."""
+    if text.strip() == "":
+        return []
+    try:
+        steps = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a step or a comma list of steps, got {text!r}") from None
+    if any(s < 1 for s in steps) or any(b <= a for a, b in zip(steps, steps[1:])):
+        raise argparse.ArgumentTypeError(f"expected ascending distinct positive steps, got {text!r}")
+    return steps
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     env = os.environ
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -433,11 +447,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="full schedule length in optimizer steps (PARITY_STEPS; LR schedule spans it)")
     c.add_argument("--stop-at", type=int, default=int(env.get("PARITY_STOP_AT") or 0) or None,
                    help="last optimizer step this phase runs (PARITY_STOP_AT; default --steps)")
-    c.add_argument("--save-at", type=int, default=int(env.get("PARITY_SAVE_AT") or 0) or None,
-                   help="save after this optimizer step (PARITY_SAVE_AT; split phase)")
-    c.add_argument("--digest-at", type=int, default=int(env.get("PARITY_DIGEST_AT") or 0) or None,
-                   help="after this step, report the state's digests without saving (PARITY_DIGEST_AT; "
-                        "baseline phase: the save check's reference)")
+    c.add_argument("--save-at", type=_steps, default=_steps(env.get("PARITY_SAVE_AT") or ""),
+                   help="save after this optimizer step, or after each of a comma list (3,6) "
+                        "(PARITY_SAVE_AT; split phase)")
+    c.add_argument("--digest-at", type=_steps, default=_steps(env.get("PARITY_DIGEST_AT") or ""),
+                   help="after this step (or each of a comma list), report the state's digests without "
+                        "saving (PARITY_DIGEST_AT; baseline phase: the save check's reference)")
     c.add_argument("--seed", type=int, default=int(env.get("PARITY_SEED") or 1234), help="PARITY_SEED")
     c.add_argument("--checkpoint-dir", default=env.get("PARITY_CHECKPOINT_DIR") or None,
                    help="save_dir of the split: <dir>/global_step<N>/ and <dir>/latest (PARITY_CHECKPOINT_DIR)")
@@ -503,7 +518,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error(f"--lr-scale-on-resume must be in (0, 2], got {a.lr_scale_on_resume}")
     if a.optimizer == "cpu_adam" and a.offload != "cpu":
         p.error("--optimizer cpu_adam needs --offload cpu (DeepSpeedCPUAdam steps the optimizer in CPU memory)")
-    if a.save_at is not None and not a.checkpoint_dir:
+    if a.save_at and not a.checkpoint_dir:
         p.error("--save-at needs --checkpoint-dir (or PARITY_CHECKPOINT_DIR)")
     return a
 
@@ -521,7 +536,10 @@ def main(argv: list[str]) -> int:
     torch.use_deterministic_algorithms(True)
 
     contract = Contract(phase=os.environ.get("PARITY_PHASE", ""), steps=a.steps, stop_at=a.stop_at,
-                        save_at=a.save_at, digest_at=a.digest_at, seed=a.seed, checkpoint_dir=a.checkpoint_dir,
+                        save_at=a.save_at[-1] if a.save_at else None,
+                        digest_at=a.digest_at[-1] if a.digest_at else None,
+                        save_steps=tuple(a.save_at), digest_steps=tuple(a.digest_at), seed=a.seed,
+                        checkpoint_dir=a.checkpoint_dir,
                         resume_from=a.resume_from, resume_kind=a.resume_kind, metrics_file=a.metrics_file,
                         run_dir=a.out)
     parity = Parity(contract, rank)
@@ -609,15 +627,15 @@ def main(argv: list[str]) -> int:
             engine.monitor.write_events([("Train/Samples/train_loss", loss_value, engine.global_samples)])
         parity.step(step, loss=loss_value, lr=lr,
                     grad_norm=float(grad_norm) if grad_norm is not None else None)
-        if a.digest_at is not None and step == a.digest_at:
+        if step in a.digest_at:
             # What the uninterrupted run holds where the split saves: the same digests the save
             # reports, without saving (gathers only; no RNG draw, nothing the next step reads).
             parity.snapshot(step, *parity.engine_state(engine, data=sampler.state_dict()))
-        if a.save_at is not None and step == a.save_at:
+        if step in a.save_at:
             t3 = time.perf_counter()
             client_state = saved_client_state(parity, sampler, a.fault, step)
             engine.save_checkpoint(a.checkpoint_dir, tag=f"global_step{step}", client_state=client_state)
-            save_s = time.perf_counter() - t3
+            save_s += time.perf_counter() - t3
             # What the checkpoint holds: the engine's state, and the RNG and data position recorded.
             digests, tensors = parity.checkpoint_state(engine, client_state)
             # save_checkpoint returned on every rank (it ends with a barrier): mark the tag folder.

@@ -9,9 +9,9 @@ schedule (PARITY_STEPS), on batches drawn from a seeded random stream, with rand
 - train optimizer steps 1..PARITY_STOP_AT, or PARITY_RESUME_FROM's step + 1..PARITY_STOP_AT;
 - append one JSON record per step to PARITY_METRICS_FILE, with the loss at full precision
   (json.dumps writes the shortest repr that reads back bit for bit; never round it);
-- after step PARITY_SAVE_AT (the split), save into PARITY_CHECKPOINT_DIR/global_step<N>/, write
-  the completion marker `checkpoint_complete.json` last (trainer.checkpoint_marker), and the
-  `latest` file;
+- after step PARITY_SAVE_AT (the split; with several saves a comma list, `3,6`: after each), save
+  into PARITY_CHECKPOINT_DIR/global_step<N>/, write the completion marker
+  `checkpoint_complete.json` last (trainer.checkpoint_marker), and the `latest` file;
 - emit `saved` and `loaded` events whose digests hash the logical state, so the harness can say
   which component a resume failed to restore.
 
@@ -87,7 +87,7 @@ def main():
     fault = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--fault=")), "")
     steps = int(env("PARITY_STEPS"))
     stop_at = int(env("PARITY_STOP_AT"))
-    save_at = env("PARITY_SAVE_AT", "")
+    save_steps = [int(s) for s in env("PARITY_SAVE_AT", "").split(",") if s]
     seed = int(env("PARITY_SEED"))
     resume_from = env("PARITY_RESUME_FROM", "")
     truth = [random.Random(seed).uniform(-2, 2) for _ in range(FEATURES)]
@@ -106,7 +106,7 @@ def main():
             state["step"] = step
             emit(metrics, {"step": step, "loss": loss, "lr": lr})
             print(f"step {step} loss {loss:.4f}", flush=True)
-            if save_at and step == int(save_at):
+            if step in save_steps:
                 state["rng"] = list(rng.getstate())
                 save(env("PARITY_CHECKPOINT_DIR"), state)
                 emit(metrics, {"event": "saved", "step": step, "digests": state_digests(state)})

@@ -1,16 +1,18 @@
 """The trainer contract's environment (README, "The trainer contract"), read once and typed.
 
 The harness starts every phase as a fresh process with ``PARITY_*`` variables; an empty value
-means "not set" (the harness writes ``PARITY_SAVE_AT=`` for phases that do not save). A value that
-is set but malformed raises :class:`ContractError` naming the variable, rather than training the
-wrong schedule.
+means "not set" (the harness writes ``PARITY_SAVE_AT=`` for phases that do not save). A split with
+several saves (``schedule.save_at: [3, 6]``) gets them as an ascending comma list,
+``PARITY_SAVE_AT=3,6`` (and the baseline ``PARITY_DIGEST_AT=3,6``); one save is the step alone, as
+before. A value that is set but malformed raises :class:`ContractError` naming the variable, rather
+than training the wrong schedule.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Tuple
 
 __all__ = ["Contract", "ContractError"]
 
@@ -34,6 +36,20 @@ def _int(env: Mapping[str, str], name: str) -> Optional[int]:
         raise ContractError(f"{name}={value!r} is not an integer") from None
 
 
+def _steps(env: Mapping[str, str], name: str) -> Tuple[int, ...]:
+    """A step or an ascending comma list of distinct positive steps (``3,6``); ``()`` when unset."""
+    value = _text(env, name)
+    if value is None:
+        return ()
+    try:
+        steps = tuple(int(part) for part in value.split(","))
+    except ValueError:
+        raise ContractError(f"{name}={value!r} is not an integer or a comma list of integers") from None
+    if any(s < 1 for s in steps) or any(b <= a for a, b in zip(steps, steps[1:])):
+        raise ContractError(f"{name}={value!r} is not ascending distinct positive steps")
+    return steps
+
+
 def _float(env: Mapping[str, str], name: str) -> Optional[float]:
     value = _text(env, name)
     if value is None:
@@ -50,8 +66,9 @@ class Contract:
 
     ``steps`` is the full schedule length (an LR schedule must span it, even when this phase stops
     earlier); ``stop_at`` the last step this phase runs (``steps`` when unset); ``save_at`` the step
-    after which the split saves; ``digest_at`` the step after which the baseline reports a
-    ``snapshot``; ``lr_scale`` the factor a calibration resume applies to every LR from its first
+    after which the split saves last (``save_steps`` every step it saves after, ascending);
+    ``digest_at`` the last step after which the baseline reports a ``snapshot`` (``digest_steps``
+    every one); ``lr_scale`` the factor a calibration resume applies to every LR from its first
     resumed step. ``steps`` is 0 when ``PARITY_STEPS`` is unset (a run outside the harness).
     """
 
@@ -60,6 +77,8 @@ class Contract:
     stop_at: int = 0
     save_at: Optional[int] = None
     digest_at: Optional[int] = None
+    save_steps: Tuple[int, ...] = ()
+    digest_steps: Tuple[int, ...] = ()
     lr_scale: Optional[float] = None
     seed: Optional[int] = None
     checkpoint_dir: Optional[str] = None
@@ -78,12 +97,16 @@ class Contract:
         for name, value in (("PARITY_STEPS", steps), ("PARITY_STOP_AT", stop_at)):
             if value is not None and value < 0:
                 raise ContractError(f"{name}={value} is negative")
+        save_steps = _steps(env, "PARITY_SAVE_AT")
+        digest_steps = _steps(env, "PARITY_DIGEST_AT")
         return cls(
             phase=env.get("PARITY_PHASE", ""),
             steps=steps,
             stop_at=steps if stop_at is None else stop_at,
-            save_at=_int(env, "PARITY_SAVE_AT"),
-            digest_at=_int(env, "PARITY_DIGEST_AT"),
+            save_at=save_steps[-1] if save_steps else None,
+            digest_at=digest_steps[-1] if digest_steps else None,
+            save_steps=save_steps,
+            digest_steps=digest_steps,
             lr_scale=_float(env, "PARITY_LR_SCALE"),
             seed=_int(env, "PARITY_SEED"),
             checkpoint_dir=_text(env, "PARITY_CHECKPOINT_DIR"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ._contract import Contract
 from ._digest import json_default
@@ -116,12 +116,21 @@ class Parity:
     # -- when ---------------------------------------------------------------------------------------
 
     def should_snapshot(self, step: int) -> bool:
-        """Whether to report a ``snapshot`` after ``step`` (the baseline at ``PARITY_DIGEST_AT``)."""
-        return self.contract.digest_at is not None and int(step) == self.contract.digest_at
+        """Whether to report a ``snapshot`` after ``step`` (the baseline at each ``PARITY_DIGEST_AT``)."""
+        return int(step) in self._digest_steps()
 
     def should_save(self, step: int) -> bool:
-        """Whether to save after ``step`` (the split at ``PARITY_SAVE_AT``)."""
-        return self.contract.save_at is not None and int(step) == self.contract.save_at
+        """Whether to save after ``step`` (the split at each step of ``PARITY_SAVE_AT``)."""
+        return int(step) in self._save_steps()
+
+    def _save_steps(self) -> Tuple[int, ...]:
+        # A Contract built by hand may set save_at alone.
+        c = self.contract
+        return c.save_steps or ((c.save_at,) if c.save_at is not None else ())
+
+    def _digest_steps(self) -> Tuple[int, ...]:
+        c = self.contract
+        return c.digest_steps or ((c.digest_at,) if c.digest_at is not None else ())
 
     def should_stop(self, step: int) -> bool:
         """Whether ``step`` is this phase's last (``PARITY_STOP_AT``)."""

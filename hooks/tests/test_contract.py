@@ -19,7 +19,8 @@ FULL = {"PARITY_PHASE": "split", "PARITY_STEPS": "12", "PARITY_STOP_AT": "6", "P
 
 def test_every_variable_is_read_and_typed():
     c = Contract.from_env(FULL)
-    assert c == Contract(phase="split", steps=12, stop_at=6, save_at=6, digest_at=6, lr_scale=1.001, seed=7,
+    assert c == Contract(phase="split", steps=12, stop_at=6, save_at=6, digest_at=6, save_steps=(6,),
+                         digest_steps=(6,), lr_scale=1.001, seed=7,
                          checkpoint_dir="/ck", resume_from="/ck/global_step6", resume_kind="native",
                          plan="/p.json", metrics_file="/m.jsonl", run_dir="/run")
     assert c.resuming
@@ -40,7 +41,9 @@ def test_outside_the_harness_nothing_is_set():
 
 @pytest.mark.parametrize("name,value,message", [
     ("PARITY_STEPS", "ten", "PARITY_STEPS='ten' is not an integer"),
-    ("PARITY_DIGEST_AT", "6.5", "PARITY_DIGEST_AT='6.5' is not an integer"),
+    ("PARITY_DIGEST_AT", "6.5", "PARITY_DIGEST_AT='6.5' is not an integer or a comma list of integers"),
+    ("PARITY_SAVE_AT", "6,3", "PARITY_SAVE_AT='6,3' is not ascending distinct positive steps"),
+    ("PARITY_SAVE_AT", "3,3", "PARITY_SAVE_AT='3,3' is not ascending distinct positive steps"),
     ("PARITY_LR_SCALE", "x", "PARITY_LR_SCALE='x' is not a number"),
     ("PARITY_STOP_AT", "-1", "PARITY_STOP_AT=-1 is negative"),
 ])
@@ -48,6 +51,20 @@ def test_a_malformed_value_names_its_variable(name, value, message):
     with pytest.raises(ContractError) as error:
         Contract.from_env({**FULL, name: value})
     assert str(error.value) == message
+
+
+def test_several_saves_are_a_comma_list_and_the_last_is_save_at():
+    c = Contract.from_env({**FULL, "PARITY_STOP_AT": "6", "PARITY_SAVE_AT": "3,6", "PARITY_DIGEST_AT": "3,6"})
+    assert (c.save_steps, c.save_at, c.digest_steps, c.digest_at) == ((3, 6), 6, (3, 6), 6)
+    parity = parity_hooks.Parity(c)
+    assert [s for s in range(1, 7) if parity.should_save(s)] == [3, 6]
+    assert [s for s in range(1, 7) if parity.should_snapshot(s)] == [3, 6]
+
+
+def test_a_contract_built_by_hand_with_save_at_alone_saves_there():
+    parity = parity_hooks.Parity(Contract(steps=8, stop_at=4, save_at=4, digest_at=2))
+    assert [s for s in range(1, 9) if parity.should_save(s)] == [4]
+    assert [s for s in range(1, 9) if parity.should_snapshot(s)] == [2]
 
 
 def test_from_env_defaults_to_the_process_environment(monkeypatch):

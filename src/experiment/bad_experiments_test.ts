@@ -114,6 +114,10 @@ const EXPECTED: Record<string, { path: string; message: string }> = {
     path: "trainer.retry.on[0]",
     message: "invalid regular expression: Unterminated group",
   },
+  "from_step_not_a_save.yaml": {
+    path: "resume.early.from_step",
+    message: "expected one of schedule.save_at (3, 6), got 4",
+  },
   "save_at_not_below_steps.yaml": {
     path: "schedule.save_at",
     message: "expected less than schedule.steps (40), got 40",

@@ -11,6 +11,7 @@ import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
 import type { Calibration, PhaseTool, ResumeKind } from "../types/phase_spec.ts";
 import type { PhaseRole } from "../types/summary.ts";
 import type { Experiment, ProcessEntry, ResumeEntry, TrainerArgs } from "./schema.ts";
+import { lastSave, resumeFromStep, saveSteps } from "./save_steps.ts";
 
 /** One node of the phase graph. */
 export interface PhaseNode {
@@ -28,8 +29,13 @@ export interface PhaseNode {
   args: TrainerArgs;
   /** Last optimizer step this phase runs. */
   stopAt: number;
-  /** Step after which the phase saves (split only). */
-  saveAt?: number;
+  /** Steps after which the phase saves, ascending (split only; it stops after the last). */
+  saveSteps?: number[];
+  /**
+   * The saved step a phase starts from (resumes and calibrations) or converts (convert): the
+   * resume's `from_step`, default the last save.
+   */
+  fromStep?: number;
   /** For training phases that start from a checkpoint. */
   resumeKind?: ResumeKind;
   /** The resume entry of a `resume-<name>` phase. */
@@ -105,7 +111,8 @@ export function programArgs(exp: Experiment, tool: PhaseTool): TrainerArgs {
 export function phaseGraph(exp: Experiment): PhaseNode[] {
   const baseArgs = exp.trainer.args ?? {};
   const steps = exp.schedule.steps;
-  const saveAt = exp.schedule.save_at;
+  const saves = saveSteps(exp.schedule);
+  const saveAt = lastSave(exp.schedule);
   const train = (name: string, role: PhaseRole, extra: Partial<PhaseNode> = {}): PhaseNode => ({
     name,
     role,
@@ -117,7 +124,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
     ...extra,
   });
   const nodes: PhaseNode[] = [train("baseline", "baseline")];
-  nodes.push(train("split", "split", { stopAt: saveAt, saveAt }));
+  nodes.push(train("split", "split", { stopAt: saveAt, saveSteps: saves }));
 
   const resumes = Object.entries(exp.resume);
   const resumeNode = (name: string, resume: ResumeEntry, consumes: string[]) =>
@@ -127,11 +134,14 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       resumeKind: resume.from,
       resume,
       resumeName: name,
+      fromStep: resumeFromStep(exp.schedule, resume),
     });
   for (const [name, r] of resumes) {
     if (r.from === "native") nodes.push(resumeNode(name, r, ["split"]));
   }
-  if (resumes.some(([, r]) => r.from === "universal")) {
+  const universal = resumes.find(([, r]) => r.from === "universal");
+  if (universal) {
+    // One convert phase: the rules make every universal resume start from the same save.
     nodes.push({
       name: "convert",
       role: "convert",
@@ -140,6 +150,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       consumes: ["split"],
       args: programArgs(exp, "converter"),
       stopAt: saveAt,
+      fromStep: resumeFromStep(exp.schedule, universal[1]),
     });
     for (const [name, r] of resumes) {
       if (r.from === "universal") nodes.push(resumeNode(name, r, ["convert"]));
@@ -183,6 +194,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
           args: targetArgs,
           resumeKind: "plan",
           policy,
+          fromStep: saveAt,
         }));
       }
     }

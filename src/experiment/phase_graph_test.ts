@@ -46,7 +46,7 @@ Deno.test("phaseGraph() orders phases and wires what each consumes", () => {
   assert.deepEqual(byName.get("resume-native")!.consumes, ["split"]);
   assert.deepEqual(byName.get("resume-universal")!.consumes, ["convert"]);
   assert.equal(byName.get("split")!.stopAt, 20);
-  assert.equal(byName.get("split")!.saveAt, 20);
+  assert.deepEqual(byName.get("split")!.saveSteps, [20]);
   assert.equal(byName.get("baseline")!.stopAt, 40);
   assert.equal(byName.get("resume-reshard")!.args.world_size, 2);
   assert.equal(

@@ -29,6 +29,7 @@ import { interpolate, interpolateArg } from "./placeholders.ts";
 import type { ExecutorEntry, Experiment, TrainerArgs } from "./schema.ts";
 import type { Diagnostic } from "../types/summary.ts";
 import { checkpointFolder, universalFolder } from "../types/checkpoint_folder.ts";
+import { lastSave, saveSteps, stepList } from "./save_steps.ts";
 
 /** Warning code of a command trainer's split without a completion marker (docs/parity.md). */
 export const NO_CHECKPOINT_MARKER = "no-checkpoint-marker";
@@ -82,10 +83,10 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
   ];
   const saved = pick(exp.trainer.args ?? {}, topologyKeys);
   const tagTemplate = exp.trainer.checkpoint_tag ?? preset?.checkpointTag;
-  const tag = tagTemplate === undefined
-    ? checkpointFolder(exp.schedule.save_at)
-    : interpolate(tagTemplate, {
-      save_at: String(exp.schedule.save_at),
+  // One tag folder per save step: the template with that step as `${save_at}`.
+  const tag = (step: number) =>
+    tagTemplate === undefined ? checkpointFolder(step) : interpolate(tagTemplate, {
+      save_at: String(step),
       steps: String(exp.schedule.steps),
       seed: String(exp.seed),
       experiment: exp.name,
@@ -129,7 +130,8 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
     warnings,
     judge: {
       steps: exp.schedule.steps,
-      saveAt: exp.schedule.save_at,
+      saveAt: lastSave(exp.schedule),
+      saveSteps: saveSteps(exp.schedule),
       metrics: exp.metrics,
       compare: exp.compare ?? [],
       tolerance: exp.tolerance ?? { ...TOLERANCE_DEFAULTS },
@@ -215,22 +217,29 @@ function phasePaths(
   exp: Experiment,
   node: PhaseNode,
   runDir: string,
-  tag: string,
+  tag: (step: number) => string,
   pathsOf: (phase: string) => PhasePaths | undefined,
 ): PhasePaths {
   const dir = join(runDir, "phases", node.name);
   const paths: PhasePaths = { dir, metricsFile: join(dir, "metrics.jsonl") };
   // One folder name: the split saves into its own output folder, which the resumes load from.
   const splitRoot = outputFolder(join(runDir, "phases", "split"));
-  const splitTag = join(splitRoot, tag);
+  const last = lastSave(exp.schedule);
+  const splitTag = join(splitRoot, tag(last));
+  // The tag a resume (or the converter) reads: the one of its saved step.
+  const fromTag = join(splitRoot, tag(node.fromStep ?? last));
   if (node.tool === "trainer") paths.outputDir = outputFolder(dir);
   if (node.role === "split") {
     paths.checkpointDir = splitRoot;
     paths.checkpointTag = splitTag;
+    const steps = node.saveSteps ?? [last];
+    if (steps.length > 1) {
+      paths.checkpointTags = steps.map((step) => ({ step, dir: join(splitRoot, tag(step)) }));
+    }
   }
   if (node.role === "convert") {
-    paths.native = splitTag;
-    paths.universal = join(dir, universalFolder(exp.schedule.save_at));
+    paths.native = fromTag;
+    paths.universal = join(dir, universalFolder(node.fromStep ?? last));
   }
   if (node.role === "plan") {
     paths.native = splitTag;
@@ -250,7 +259,7 @@ function phasePaths(
       paths.resumeFrom = convert?.universal;
       paths.checkpointDir = convert?.dir;
     } else {
-      paths.resumeFrom = splitTag;
+      paths.resumeFrom = fromTag;
       paths.checkpointDir = splitRoot;
       if (node.resumeKind === "plan") paths.plan = pathsOf(`plan-${node.policy}`)?.planOut;
     }
@@ -275,9 +284,10 @@ function phaseVars(
     experiment: exp.name,
     steps: String(exp.schedule.steps),
     stop_at: String(node.stopAt),
-    save_at: node.saveAt !== undefined ? String(node.saveAt) : "",
+    // Several saves are a comma list (`3,6`), one save the step alone, as before.
+    save_at: node.saveSteps !== undefined ? stepList(node.saveSteps) : "",
     // The baseline reports its state where the split saves: the save check's reference.
-    digest_at: node.role === "baseline" ? String(exp.schedule.save_at) : "",
+    digest_at: node.role === "baseline" ? stepList(saveSteps(exp.schedule)) : "",
     // A calibration resume scales its LR by this from the first resumed step.
     lr_scale: node.calibration ? String(1 + node.calibration.lr_error) : "",
     seed: String(exp.seed),
@@ -396,6 +406,11 @@ function compilePhase(
     ],
   };
   if (node.resumeKind) spec.resumeKind = node.resumeKind;
+  // Only with several saves: one save leaves every phase (and its cache key) as it was.
+  if (node.fromStep !== undefined && saveSteps(exp.schedule).length > 1) {
+    spec.fromStep = node.fromStep;
+  }
+  if (node.saveSteps !== undefined) spec.saveSteps = node.saveSteps;
   // The pool is this node's: a Slurm job gets its devices from the cluster.
   if (exp.devices && executor.kind === "local") {
     spec.devices = deviceDemand(node.tool, node.args, exp.devices.kind);

@@ -436,3 +436,45 @@ Deno.test("resolvePlan(): with a device pool each phase takes its world size (a 
   assert.deepEqual(plan.phases.map((p) => p.keyed), without.phases.map((p) => p.keyed));
   assert.equal(without.phases[0].devices, undefined);
 });
+
+Deno.test("resolvePlan(): several saves, one tag each; a resume loads its from_step's tag", () => {
+  const exp = experiment({
+    schedule: { steps: 10, save_at: [3, 6] },
+    trainer: { preset: "reference" },
+    resume: {
+      early: { from: "native", from_step: 3 },
+      last: { from: "native" },
+      universal: { from: "universal", from_step: 3 },
+    },
+  });
+  const all = specs(exp);
+  const split = all.get("split")!;
+  const root = "/r/phases/split/checkpoints";
+  assert.equal(split.stopAt, 6);
+  assert.deepEqual(split.saveSteps, [3, 6]);
+  assert.equal(split.env.PARITY_SAVE_AT, "3,6");
+  assert.equal(all.get("baseline")!.env.PARITY_DIGEST_AT, "3,6");
+  assert.deepEqual(split.argv.slice(split.argv.indexOf("--save-at"), -2), ["--save-at", "3,6"]);
+  assert.equal(split.paths.checkpointTag, `${root}/global_step6`);
+  assert.deepEqual(split.paths.checkpointTags, [
+    { step: 3, dir: `${root}/global_step3` },
+    { step: 6, dir: `${root}/global_step6` },
+  ]);
+  assert.equal(all.get("resume-early")!.paths.resumeFrom, `${root}/global_step3`);
+  assert.equal(all.get("resume-early")!.fromStep, 3);
+  assert.equal(all.get("resume-last")!.paths.resumeFrom, `${root}/global_step6`);
+  assert.equal(all.get("resume-last")!.fromStep, 6);
+  // The converter converts the tag its resume needs.
+  const convert = all.get("convert")!;
+  assert.equal(convert.paths.native, `${root}/global_step3`);
+  assert.equal(convert.paths.universal, "/r/phases/convert/global_step3_universal");
+  assert.equal(all.get("resume-universal")!.paths.resumeFrom, convert.paths.universal);
+  // A template names each save's folder.
+  const hf = specs(experiment({
+    schedule: { steps: 10, save_at: [3, 6] },
+    trainer: { command: ["python3", "train.py", "${save_at}"], checkpoint_tag: "ck-${save_at}" },
+    resume: { early: { from: "native", from_step: 3 } },
+  }));
+  assert.deepEqual(hf.get("split")!.argv, ["python3", "train.py", "3,6"]);
+  assert.equal(hf.get("resume-early")!.paths.resumeFrom, `${root}/ck-3`);
+});

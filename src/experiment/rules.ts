@@ -15,6 +15,7 @@ import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
 import { mergeArgs, phaseGraph, programArgs, programEntry, trainerPreset } from "./phase_graph.ts";
 import type { Experiment, ProcessEntry, TrainerArgs } from "./schema.ts";
 import { deviceDemand } from "./device_demand.ts";
+import { lastSave, resumeFromStep, saveSteps } from "./save_steps.ts";
 
 /** Names of the phases an experiment produces, in run order (see {@link phaseGraph}). */
 export function phaseNames(exp: Experiment): string[] {
@@ -26,12 +27,7 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
   const errors: ValidationError[] = [];
   const add = (path: string, message: string) => errors.push({ path, message });
 
-  if (exp.schedule.save_at >= exp.schedule.steps) {
-    add(
-      "schedule.save_at",
-      `expected less than schedule.steps (${exp.schedule.steps}), got ${exp.schedule.save_at}`,
-    );
-  }
+  checkSaveSteps(exp, add);
 
   checkProgramShape("trainer", exp.trainer, add);
   if (exp.converter) checkProgramShape("converter", exp.converter, add);
@@ -258,6 +254,56 @@ function checkPresetArgs(
 }
 
 /**
+ * `schedule.save_at`: each step below `schedule.steps`, a list ascending and distinct; with several
+ * saves the tag template names the step (else every save writes one folder); each resume's
+ * `from_step` is one of the saves, and universal resumes share one (the one convert phase converts
+ * that tag).
+ */
+function checkSaveSteps(exp: Experiment, add: Add) {
+  const steps = saveSteps(exp.schedule);
+  const list = typeof exp.schedule.save_at !== "number";
+  steps.forEach((step, i) => {
+    const at = list ? `schedule.save_at[${i}]` : "schedule.save_at";
+    if (step >= exp.schedule.steps) {
+      add(at, `expected less than schedule.steps (${exp.schedule.steps}), got ${step}`);
+    } else if (i > 0 && step <= steps[i - 1]) {
+      add(at, `expected ascending distinct steps, got ${step} after ${steps[i - 1]}`);
+    }
+  });
+  const template = exp.trainer.checkpoint_tag ?? trainerPreset(exp)?.checkpointTag;
+  if (steps.length > 1 && template !== undefined && !template.includes("${save_at}")) {
+    add(
+      exp.trainer.checkpoint_tag !== undefined ? "trainer.checkpoint_tag" : "schedule.save_at",
+      `several saves need \${save_at} in the tag template (${JSON.stringify(template)}), ` +
+        "or every save writes the same folder",
+    );
+  }
+  const universal = new Map<number, string>();
+  for (const [name, entry] of Object.entries(exp.resume)) {
+    if (entry.from_step !== undefined && !steps.includes(entry.from_step)) {
+      add(
+        `resume.${name}.from_step`,
+        `expected one of schedule.save_at (${steps.join(", ")}), got ${entry.from_step}`,
+      );
+      continue;
+    }
+    if (entry.from !== "universal") continue;
+    const step = resumeFromStep(exp.schedule, entry);
+    const other = [...universal].find(([s]) => s !== step);
+    if (other !== undefined) {
+      add(
+        `resume.${name}.from_step`,
+        `universal resumes share one convert phase: resume.${other[1]} converts step ` +
+          `${other[0]}, this one needs step ${step} (default: the last save, ${
+            lastSave(exp.schedule)
+          })`,
+      );
+    }
+    universal.set(step, name);
+  }
+}
+
+/**
  * Gradient accumulation is declared once (schedule.grad_accum or the preset's argument, not two
  * different values); when steps count micro-batches, the save and the schedule end must fall on
  * an optimizer-step boundary, or every resume diverges whatever the checkpoint code does.
@@ -273,11 +319,17 @@ function checkSchedule(exp: Experiment, preset: PresetDescriptor | undefined, ad
   }
   const accum = declared ?? (typeof fromArg === "number" ? fromArg : 1);
   if (exp.schedule.step_unit !== "micro_batch" || accum <= 1) return;
-  for (const key of ["save_at", "steps"] as const) {
-    const value = exp.schedule[key];
+  const values = [
+    ...saveSteps(exp.schedule).map((value, i) => ({
+      value,
+      at: typeof exp.schedule.save_at === "number" ? "schedule.save_at" : `schedule.save_at[${i}]`,
+    })),
+    { value: exp.schedule.steps, at: "schedule.steps" },
+  ];
+  for (const { value, at } of values) {
     if (value % accum !== 0) {
       add(
-        `schedule.${key}`,
+        at,
         `micro-batch ${value} is not on an optimizer-step boundary (gradient accumulation ` +
           `${accum}: use a multiple of ${accum}, e.g. ${Math.max(accum, value - (value % accum))})`,
       );

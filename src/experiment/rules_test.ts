@@ -67,6 +67,53 @@ Deno.test("checkExperimentRules() requires save_at < steps", () => {
   deepEqual(rulesOf(with_((r) => (r.schedule.save_at = 39))), []);
 });
 
+Deno.test("checkExperimentRules() takes several saves: ascending, distinct, each below steps", () => {
+  deepEqual(rulesOf(with_((r) => (r.schedule.save_at = [10, 20]))), []);
+  deepEqual(rulesOf(with_((r) => (r.schedule.save_at = [20, 10, 10, 40]))), [
+    "schedule.save_at[1]: expected ascending distinct steps, got 10 after 20",
+    "schedule.save_at[2]: expected ascending distinct steps, got 10 after 10",
+    "schedule.save_at[3]: expected less than schedule.steps (40), got 40",
+  ]);
+  // Several saves need the step in the tag template, or they all write one folder.
+  deepEqual(
+    rulesOf(with_((r) => {
+      r.schedule = { steps: 10, save_at: [3, 6] };
+      r.trainer.checkpoint_tag = "final";
+    }, commandRaw)),
+    [
+      'trainer.checkpoint_tag: several saves need ${save_at} in the tag template ("final"), ' +
+      "or every save writes the same folder",
+    ],
+  );
+  equal(ExperimentObjectSchema.safeParse(with_((r) => (r.schedule.save_at = []))).success, false);
+});
+
+Deno.test("checkExperimentRules() wants from_step to be a save, one per convert phase", () => {
+  const raw = (resume: Record<string, unknown>) =>
+    with_((r) => {
+      r.schedule.save_at = [10, 20];
+      r.resume = resume;
+      delete r.plan_sync;
+    });
+  deepEqual(rulesOf(raw({ early: { from: "native", from_step: 10 } })), []);
+  deepEqual(rulesOf(raw({ early: { from: "native", from_step: 15 } })), [
+    "resume.early.from_step: expected one of schedule.save_at (10, 20), got 15",
+  ]);
+  deepEqual(
+    rulesOf(raw({ a: { from: "universal" }, b: { from: "universal", from_step: 10 } })),
+    [
+      "resume.b.from_step: universal resumes share one convert phase: resume.a converts " +
+      "step 20, this one needs step 10 (default: the last save, 20)",
+    ],
+  );
+  deepEqual(
+    rulesOf(
+      raw({ a: { from: "universal", from_step: 10 }, b: { from: "universal", from_step: 10 } }),
+    ),
+    [],
+  );
+});
+
 Deno.test("checkExperimentRules() wants exactly one of preset and command", () => {
   deepEqual(rulesOf(with_((r) => (r.trainer.command = ["x"]))), [
     "trainer: set either preset or command, not both",

@@ -209,6 +209,8 @@ export const SensitivitySchema = z.object({
 /** One resume of the split checkpoint. */
 export const ResumeSchema = z.object({
   from: z.enum(["native", "universal"]).describe("checkpoint kind to resume from"),
+  from_step: positiveInt.optional()
+    .describe("saved step to resume from, one of schedule.save_at; default the last save"),
   args: TrainerArgsSchema.optional().describe("topology overrides for this resume"),
   env: envMap.optional().describe("extra environment for this resume"),
   lane: z.enum(LANES).optional()
@@ -306,7 +308,13 @@ export const ExperimentObjectSchema = z.object({
   seed: nonNegativeInt.default(1234),
   schedule: z.object({
     steps: positiveInt.describe("optimizer steps of the full schedule"),
-    save_at: positiveInt.describe("step after which the split phase saves (< steps)"),
+    save_at: z.union(
+      [positiveInt, z.array(positiveInt).min(1, "expected at least one step")],
+      "expected a positive integer or a list of them",
+    ).describe(
+      "step after which the split phase saves (< steps), or ascending distinct steps it saves " +
+        "after in one run, stopping after the last (e.g. [3, 6])",
+    ).meta({ examples: [20, [3, 6]] }),
     grad_accum: positiveInt.optional()
       .describe("micro-batches per optimizer step; default the preset's grad argument, else 1"),
     step_unit: z.enum(["optimizer", "micro_batch"]).default("optimizer")

@@ -36,7 +36,18 @@ export const PARITY_CODES = {
   saveNotChecked: "save-not-checked",
   /** A calibration resume's logged LR does not show its error: it is not counted. */
   calibrationNotApplied: "calibration-not-applied",
+  /**
+   * The split's checkpoint folder holds tag folders of the tag template the experiment did not
+   * ask for (a script-side extra save): a warning, since nothing judges them.
+   */
+  unrequestedTags: "checkpoint-tags-not-requested",
 } as const;
+
+/**
+ * Warning codes the console repeats before its last line (it prints no other diagnostic): what a
+ * passing run would otherwise hide.
+ */
+export const CONSOLE_WARNINGS: ReadonlySet<string> = new Set([PARITY_CODES.unrequestedTags]);
 
 /**
  * Verdict a diagnostic imposes on the run: `warning`/`info` none (PASS), `error` ERROR except

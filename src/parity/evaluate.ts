@@ -161,16 +161,19 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
   });
   const state_checks: StateCheckSummary[] = input.phases
     .filter((p) => p.role === "resume")
-    .map((p) =>
-      p.status === "ok"
+    .map((p) => {
+      const fromStep = p.fromStep ?? input.saveAt;
+      const check = p.status === "ok"
         ? checkRestoredState(
           p.name,
           split ? judged(split.name) : undefined,
           judged(p.name),
-          input.saveAt,
+          fromStep,
         )
-        : incomplete(p.name)
-    );
+        : incomplete(p.name);
+      // With several saves, say which one the resume loads.
+      return (input.saveSteps ?? []).length > 1 ? { ...check, from_step: fromStep } : check;
+    });
   // The save check, where the baseline reported its state at the save step (`${digest_at}`).
   const snapshot = baseline?.status === "ok"
     ? findDigestEvent(judged(baseline.name), "snapshot", input.saveAt)
@@ -211,7 +214,7 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
       ...checkLrSchedule(
         named(baseline),
         { name: resume.name, series: judged(resume.name) },
-        input.saveAt,
+        resume.fromStep ?? input.saveAt,
       ),
     );
   }

@@ -74,6 +74,7 @@ export {
   type RootCauseInput,
 } from "./root_cause.ts";
 export { type ComparisonPlan, planComparisons, type ReportsMetric } from "./plan_comparisons.ts";
+export { unrequestedTags } from "./checkpoint_tags.ts";
 export {
   deriveNoiseRtol,
   measureNoiseFloor,
@@ -81,7 +82,13 @@ export {
   type RepeatEvidence,
   SPREAD_LIMIT,
 } from "./noise_floor.ts";
-export { checkRestoredState, findDigestEvent, stateCheckName, tensorList } from "./state_checks.ts";
+export {
+  checkRestoredState,
+  findDigestEvent,
+  loadedSaveText,
+  stateCheckName,
+  tensorList,
+} from "./state_checks.ts";
 export { componentLabel, componentList, masterNotRestored } from "./component_words.ts";
 export { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 export {
@@ -91,7 +98,7 @@ export {
   MAX_SIGNIFICANT,
   MIN_VALUES,
 } from "./rounded.ts";
-export { diagnosticVerdict, PARITY_CODES } from "./codes.ts";
+export { CONSOLE_WARNINGS, diagnosticVerdict, PARITY_CODES } from "./codes.ts";
 export { lossesCsv } from "./losses_csv.ts";
 export {
   type CompareFilesOptions,

@@ -68,7 +68,7 @@ function planExplicit(input: EvaluationInput): ComparisonPlan {
       window: entry.window ??
         (withSplit
           ? { from: 1, to: input.saveAt }
-          : { from: fullRun ? 1 : input.saveAt + 1, to: input.steps }),
+          : { from: fullRun ? 1 : resumedFrom(input, [a, b]) + 1, to: input.steps }),
       explicit: true,
     };
     if (entry.rtol !== undefined) planned.rtol = entry.rtol;
@@ -85,9 +85,9 @@ function planDefaults(input: EvaluationInput, reports: ReportsMetric): Compariso
   const baseline = input.phases.find((p) => p.role === "baseline");
   const split = input.phases.find((p) => p.role === "split");
   const resumes = input.phases.filter((p) => p.role === "resume");
-  const window = { from: input.saveAt + 1, to: input.steps };
   const saved = split?.topology;
   const add = (a: PhaseEvidence, b: PhaseEvidence, lane: LaneChoice) => {
+    const window = { from: resumedFrom(input, [a, b]) + 1, to: input.steps };
     for (const metric of metricsFor(input.metrics, a, b, reports, diagnostics)) {
       comparisons.push({
         name: `${a.name}~${b.name}`,
@@ -116,6 +116,22 @@ function planDefaults(input: EvaluationInput, reports: ReportsMetric): Compariso
     }
   }
   return { comparisons, diagnostics };
+}
+
+/**
+ * The last saved step either side starts after: a resume's `fromStep` (default the last save),
+ * so two resumes from different saves are compared where both ran.
+ */
+export function resumedFrom(
+  input: Pick<EvaluationInput, "saveAt">,
+  sides: readonly (PhaseEvidence | undefined)[],
+): number {
+  const starts = sides.flatMap((p) =>
+    p !== undefined && (p.role === "resume" || p.role === "calibrate")
+      ? [p.fromStep ?? input.saveAt]
+      : []
+  );
+  return starts.length > 0 ? Math.max(...starts) : input.saveAt;
 }
 
 /** A resume's lane: the resolved plan decides it, once; the engine never guesses one. */

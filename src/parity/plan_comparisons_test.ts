@@ -102,3 +102,33 @@ Deno.test("planComparisons() explicit entries replace the defaults", () => {
   assert.equal(diagnostics.length, 1);
   assert.equal(diagnostics[0].code, "unknown-phase");
 });
+
+Deno.test("planComparisons() starts a resume's window after its own from_step", () => {
+  const early = phase("resume-early", "resume", {
+    topology: "w2",
+    resumeKind: "native",
+    lane: SAME,
+    fromStep: 10,
+  });
+  const late = phase("resume-late", "resume", {
+    topology: "w4",
+    resumeKind: "native",
+    lane: OTHER,
+  });
+  const plan = planComparisons(
+    input({ saveSteps: [10, 20], phases: [phases[0], phases[1], early, late] }),
+    () => true,
+  );
+  const window = (name: string) => plan.comparisons.find((c) => c.name === name)?.window;
+  assert.deepEqual(window("baseline~resume-early"), { from: 11, to: 40 });
+  assert.deepEqual(window("baseline~resume-late"), { from: 21, to: 40 });
+  // An explicit entry between two resumes starts where both ran.
+  const explicit = planComparisons(
+    input({
+      phases: [phases[0], phases[1], early, late],
+      compare: [{ a: "resume-early", b: "resume-late", metric: "loss", lane: "exact" }],
+    }),
+    () => true,
+  );
+  assert.deepEqual(explicit.comparisons[0].window, { from: 21, to: 40 });
+});

@@ -21,7 +21,7 @@ import type {
 } from "../types/summary.ts";
 import { driftFailureText } from "./drift.ts";
 import { causeLines } from "./_child_tail.ts";
-import { tensorList } from "./state_checks.ts";
+import { loadedSaveText, tensorList } from "./state_checks.ts";
 import { componentList, frameworkOf, masterNotRestored } from "./component_words.ts";
 import { stat } from "../format/numbers.ts";
 
@@ -413,7 +413,7 @@ function divergenceFacts(
     run,
     groups,
     first,
-    n1: run.save_at + 1,
+    n1: firstResumed(run, loads, failed),
     resumes,
     failed,
     passed,
@@ -438,7 +438,7 @@ function divergenceFacts(
     stateNote: differing.length > 0
       ? `; state check names ${componentList(differing, frameworkOf(loads))}${
         tensorSuffix(loads.filter((s) => s.verdict === "FAIL"))
-      }${masterNote(loads)}`
+      }${masterNote(loads)}${loadedSaveNote(loads)}`
       : "",
     stateEqual: loads.length > 0 && loads.every((s) => s.verdict === "PASS"),
     noDigests: loads.every((s) => !s.available),
@@ -496,6 +496,18 @@ function saveWrong(run: RootCauseInput, differing: string[]): string {
   return `The checkpoint is wrong, not its load: ${parts.join("; ")}${tensorSuffix(saves)}`;
 }
 
+/**
+ * `; resume-x loaded the state saved at step 6` (or `... loaded the params saved at step 6`) for
+ * each restore check whose loaded digests equal another save's (`loaded_save`, decided by the
+ * state check).
+ */
+export function loadedSaveNote(checks: readonly StateCheckSummary[]): string {
+  return checks.flatMap((c) => {
+    const text = loadedSaveText(c);
+    return text === "" ? [] : [`; ${c.phase} ${text}`];
+  }).join("");
+}
+
 /** `; module weights restored, fp32 master and optimizer state not` where a check shows it. */
 function masterNote(checks: readonly StateCheckSummary[]): string {
   const note = checks.map(masterNotRestored).find((n) => n !== "");
@@ -546,7 +558,7 @@ function stateOnlyFindings(run: RootCauseInput): Finding[] {
           tensorSuffix(run.state_checks.filter((s) =>
             phases.includes(s.phase) && s.check !== "save"
           ))
-        }) while the ` +
+        })${loadedSaveNote(run.state_checks.filter((s) => phases.includes(s.phase)))} while the ` +
         `losses pass (${lanes} lane): a difference the loss does not show within the window.`,
       next: `Restore ${names} on load as saved; the loss would show it later, or never on ` +
         "this window (one parameter, a component only a later step reads).",
@@ -556,6 +568,18 @@ function stateOnlyFindings(run: RootCauseInput): Finding[] {
       }),
     } satisfies Finding;
   });
+}
+
+/** N+1 of the failed resumes: one past the earliest save they load (`from_step`, else save_at). */
+function firstResumed(
+  run: RootCauseInput,
+  loads: readonly StateCheckSummary[],
+  failed: readonly string[],
+): number {
+  const starts = loads.filter((s) => failed.includes(s.phase)).map((s) =>
+    s.from_step ?? run.save_at
+  );
+  return (starts.length > 0 ? Math.min(...starts) : run.save_at) + 1;
 }
 
 /** The drift lane's broken test, in words, after a reshard card (empty for other lanes). */

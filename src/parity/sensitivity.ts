@@ -53,7 +53,8 @@ export function withSensitivity(
   const tried = calibrations.map((phase): CalibrationResult => {
     const lrError = phase.calibration!.lr_error;
     const result = ctx.judge({ ...plan, name: `${plan.a}~${phase.name}`, b: phase.name });
-    const applied = _lrShows(ctx.judged(plan.a), ctx.judged(phase.name), lrError, ctx.firstResumed);
+    const first = phase.fromStep !== undefined ? phase.fromStep + 1 : ctx.firstResumed;
+    const applied = _lrShows(ctx.judged(plan.a), ctx.judged(phase.name), lrError, first);
     if (applied === false) {
       _addOnce(ctx.diagnostics, {
         level: "warning",

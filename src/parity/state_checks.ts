@@ -9,7 +9,7 @@
  */
 
 import { type EventRecord, type MetricSeries, TENSORS_ERROR_FIELD } from "../metrics/mod.ts";
-import type { StateCheckSummary } from "../types/summary.ts";
+import type { LoadedSave, StateCheckSummary } from "../types/summary.ts";
 
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
 export function findDigestEvent(
@@ -31,19 +31,23 @@ function isDigestMap(x: unknown): x is Record<string, unknown> {
 }
 
 /**
- * Compares `resume`'s loaded digests with `split`'s saved digests. FAIL names the differing
- * components (and `step` when the loaded step is not the saved one); components on one side
- * only make it ERROR (`missing`); no digests on a side makes it N/A.
+ * Compares `resume`'s loaded digests with `split`'s saved digests at `fromStep` (the step the
+ * resume loads). FAIL names the differing components (and `step` when the loaded step is not the
+ * saved one); components on one side only make it ERROR (`missing`); no digests on a side makes
+ * it N/A. When the split saved more than once and the loaded digests equal another save's in
+ * differing components, `loaded_save` names that save (see {@link loadedOtherSave}).
  */
 export function checkRestoredState(
   phase: string,
   split: MetricSeries | undefined,
   resume: MetricSeries | undefined,
-  saveAt?: number,
+  fromStep?: number,
 ): StateCheckSummary {
-  return _compareDigests(phase, undefined, {
-    reference: findDigestEvent(split, "saved", saveAt),
-    candidate: findDigestEvent(resume, "loaded", saveAt),
+  const reference = findDigestEvent(split, "saved", fromStep);
+  const candidate = findDigestEvent(resume, "loaded", fromStep);
+  const summary = _compareDigests(phase, undefined, {
+    reference,
+    candidate,
     referenceSide: "the split's saved event",
     candidateSide: "this phase's loaded event",
     steps: ["loaded", "saved"],
@@ -51,6 +55,43 @@ export function checkRestoredState(
     matches: "match the saved digests",
     unavailable: "so the restored state cannot be checked",
   });
+  if (reference === undefined || candidate === undefined || summary.verdict !== "FAIL") {
+    return summary;
+  }
+  const saves = (split?.events ?? []).filter((e) =>
+    e.event === "saved" && isDigestMap(e.fields.digests)
+  );
+  const other = loadedOtherSave(reference, candidate, saves, summary.differing);
+  if (other === undefined) return summary;
+  const said = loadedSaveText({ loaded_save: other, from_step: reference.step ?? undefined });
+  return { ...summary, loaded_save: other, reason: `${summary.reason} It ${said}.` };
+}
+
+/**
+ * The other save a restore loaded, decided once: among the split's `saved` events at steps other
+ * than the intended `reference`'s, the one whose digests equal the loaded digests in the most of
+ * the `differing` components (at least one; `step` alone never counts); undefined when none does.
+ */
+export function loadedOtherSave(
+  reference: EventRecord,
+  loaded: EventRecord,
+  saves: readonly EventRecord[],
+  differing: readonly string[],
+): LoadedSave | undefined {
+  const components = differing.filter((c) => c !== "step");
+  const got = loaded.fields.digests as Record<string, unknown>;
+  let best: LoadedSave | undefined;
+  for (const save of saves) {
+    if (save.step === null || save.step === reference.step) continue;
+    const held = save.fields.digests as Record<string, unknown>;
+    const equal = components.filter((c) =>
+      c in held && c in got && JSON.stringify(held[c]) === JSON.stringify(got[c])
+    ).sort();
+    if (equal.length > 0 && (best === undefined || equal.length > best.components.length)) {
+      best = { step: save.step, components: equal, all: equal.length === components.length };
+    }
+  }
+  return best;
 }
 
 /**
@@ -279,6 +320,21 @@ function withTensorErrors(summary: StateCheckSummary, pair: _DigestPair): StateC
     return { ...summary, verdict: "ERROR", reason: `${summary.reason} But ${note}` };
   }
   return { ...summary, reason: `${summary.reason} Also ${note}` };
+}
+
+/**
+ * A restore check's `loaded_save` in words, for cards, reports and JUnit alike: `loaded the state
+ * saved at step 6, not step 3's` (or `loaded the params saved at step 6, ...` when only some
+ * differing components equal that save); empty without one.
+ */
+export function loadedSaveText(
+  check: Pick<StateCheckSummary, "loaded_save" | "from_step">,
+): string {
+  const other = check.loaded_save;
+  if (other === undefined) return "";
+  const what = other.all ? "the state" : `the ${other.components.join(", ")}`;
+  const meant = check.from_step !== undefined ? `, not step ${check.from_step}'s` : "";
+  return `loaded ${what} saved at step ${other.step}${meant}`;
 }
 
 /** Differing tensors a state check lists (the total is counted). */

@@ -3,7 +3,13 @@ import { join } from "node:path";
 import { parseJsonl, readJsonl } from "../metrics/jsonl.ts";
 import { TENSORS_ERROR_FIELD } from "../metrics/tensors_file.ts";
 import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
-import { checkRestoredState, checkSavedState, stateCheckName, tensorList } from "./state_checks.ts";
+import {
+  checkRestoredState,
+  checkSavedState,
+  loadedSaveText,
+  stateCheckName,
+  tensorList,
+} from "./state_checks.ts";
 
 const saved = (digests: Record<string, unknown>, step = 20) =>
   parseJsonl(jsonl([{ step: 1, loss: 1 }, { event: "saved", step, digests }]));
@@ -27,6 +33,60 @@ Deno.test("checkRestoredState() names differing components and a wrong loaded st
   assert.equal(r.verdict, "FAIL");
   assert.deepEqual(r.differing, ["step", "exp_avg_sq"]);
   assert.match(r.reason ?? "", /loaded step 19, saved step 20/);
+});
+
+/** A split that saved after steps 3 and 6 (the #8499 shape). */
+const twoSaves = (at3: Record<string, unknown>, at6: Record<string, unknown>) =>
+  parseJsonl(jsonl([
+    { step: 3, loss: 1 },
+    { event: "saved", step: 3, digests: at3 },
+    { step: 6, loss: 1 },
+    { event: "saved", step: 6, digests: at6 },
+  ]));
+
+Deno.test("checkRestoredState() checks a resume against the save of its from_step", () => {
+  const at3 = { params: "p3", exp_avg: "m3", rng: "r3" };
+  const at6 = { params: "p6", exp_avg: "m6", rng: "r6" };
+  const r = checkRestoredState("resume-early", twoSaves(at3, at6), loaded(at3, 3), 3);
+  assert.equal(r.verdict, "PASS", r.reason);
+  assert.equal(r.loaded_save, undefined);
+});
+
+Deno.test("checkRestoredState() names the other save a resume loaded, wholly or in part", () => {
+  const at3 = { params: "p3", exp_avg: "m3", rng: "r3" };
+  const at6 = { params: "p6", exp_avg: "m6", rng: "r6" };
+  // Pointed at the wrong tag: everything, the step included, is step 6's.
+  const wrongTag = checkRestoredState("resume-early", twoSaves(at3, at6), loaded(at6, 6), 3);
+  assert.equal(wrongTag.verdict, "FAIL");
+  assert.deepEqual(wrongTag.loaded_save, {
+    step: 6,
+    components: ["exp_avg", "params", "rng"],
+    all: true,
+  });
+  assert.match(wrongTag.reason ?? "", /It loaded the state saved at step 6, not step 3's\.$/);
+  // DeepSpeed #8499: the weights of `latest` (step 6), fresh moments, step 3's counters.
+  const weights = checkRestoredState(
+    "resume-early",
+    twoSaves(at3, at6),
+    loaded({ params: "p6", exp_avg: "fresh", rng: "r3" }, 3),
+    3,
+  );
+  assert.deepEqual(weights.differing, ["exp_avg", "params"]);
+  assert.deepEqual(weights.loaded_save, { step: 6, components: ["params"], all: false });
+  assert.equal(
+    loadedSaveText({ ...weights, from_step: 3 }),
+    "loaded the params saved at step 6, not step 3's",
+  );
+  // Differing from every save: no other save is named.
+  const fresh = checkRestoredState(
+    "resume-early",
+    twoSaves(at3, at6),
+    loaded({ params: "p3", exp_avg: "fresh", rng: "r3" }, 3),
+    3,
+  );
+  assert.equal(fresh.verdict, "FAIL");
+  assert.equal(fresh.loaded_save, undefined);
+  assert.equal(loadedSaveText(fresh), "");
 });
 
 Deno.test("checkRestoredState() is ERROR for a component only one side has", () => {

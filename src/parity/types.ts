@@ -40,6 +40,11 @@ export interface PhaseEvidence {
   };
   /** How a resume phase loads its checkpoint. */
   resumeKind?: "native" | "universal" | "plan";
+  /**
+   * Resumes and calibrations: the saved step they load (`resume.<name>.from_step`); their window
+   * starts one step later. Default the input's `saveAt` (the last save).
+   */
+  fromStep?: number;
   /** Topology key: equal strings are the same topology; the split's is the saved one. */
   topology?: string;
   /** Resumes (required there): the lane against the baseline and why, from the resolved plan. */
@@ -54,8 +59,10 @@ export interface PhaseEvidence {
 export interface EvaluationInput {
   /** Schedule length (optimizer steps). */
   steps: number;
-  /** Optimizer step after which the split saved. */
+  /** Optimizer step after which the split saved last (and stopped). */
   saveAt: number;
+  /** Every step after which the split saved, ascending; default `[saveAt]`. */
+  saveSteps?: number[];
   /** Micro-batches per optimizer step, when the experiment declares it. */
   gradAccum?: number;
   /** Metrics compared by default (experiment `metrics`, default `["loss"]`). */

@@ -18,6 +18,14 @@ export function requiredArtifacts(spec: PhaseSpec): Record<string, string> {
   const { paths } = spec;
   const need: Record<string, string> = {};
   if (spec.role === "split" && paths.checkpointTag) {
+    // Several saves: every earlier tag too, by step; the last keeps the plain names.
+    for (const { step, dir } of paths.checkpointTags ?? []) {
+      if (dir === paths.checkpointTag) continue;
+      need[`checkpoint_step${step}`] = dir;
+      if (spec.checkpointMarker) {
+        need[`checkpoint_marker_step${step}`] = join(dir, spec.checkpointMarker);
+      }
+    }
     need.checkpoint = paths.checkpointTag;
     if (spec.checkpointMarker) {
       need.checkpoint_marker = join(paths.checkpointTag, spec.checkpointMarker);
@@ -32,17 +40,21 @@ export function requiredArtifacts(spec: PhaseSpec): Record<string, string> {
 /** Checks the artifacts a phase must leave behind; returns a message when one is missing. */
 export async function missingArtifact(spec: PhaseSpec): Promise<string | null> {
   const need = requiredArtifacts(spec);
-  if (need.checkpoint && !(await pathExists(need.checkpoint))) {
-    const dir = spec.paths.checkpointDir!;
-    const latest = await Deno.readTextFile(join(dir, "latest"))
-      .then((text) => text.trim(), () => "");
-    const hint = latest && join(dir, latest) !== need.checkpoint
-      ? ` (its latest file names ${JSON.stringify(latest)}: set trainer.checkpoint_tag)`
-      : await foldersHint(dir, spec.stopAt);
-    return `missing artifact: checkpoint ${need.checkpoint} was not written${hint}`;
-  }
-  if (need.checkpoint_marker && !(await pathExists(need.checkpoint_marker))) {
-    return `incomplete checkpoint: ${need.checkpoint} has no completion marker ${spec.checkpointMarker}`;
+  const tags = spec.paths.checkpointTags ??
+    (need.checkpoint ? [{ step: spec.stopAt, dir: need.checkpoint }] : []);
+  for (const { step, dir: tag } of tags) {
+    if (!(await pathExists(tag))) {
+      const dir = spec.paths.checkpointDir!;
+      const latest = await Deno.readTextFile(join(dir, "latest"))
+        .then((text) => text.trim(), () => "");
+      const hint = latest && tag === need.checkpoint && join(dir, latest) !== tag
+        ? ` (its latest file names ${JSON.stringify(latest)}: set trainer.checkpoint_tag)`
+        : await foldersHint(dir, step);
+      return `missing artifact: checkpoint ${tag} was not written${hint}`;
+    }
+    if (spec.checkpointMarker && !(await pathExists(join(tag, spec.checkpointMarker)))) {
+      return `incomplete checkpoint: ${tag} has no completion marker ${spec.checkpointMarker}`;
+    }
   }
   if (need.universal && !(await pathExists(need.universal))) {
     return `missing artifact: universal checkpoint ${need.universal} was not written`;

@@ -208,6 +208,9 @@ export async function phaseCacheKey(
     // A planner reads its target topology from a file the harness writes (`${target}`): what
     // the file holds is an input, though its path is not. Absent elsewhere, so no other key moves.
     ...(spec.target === undefined ? {} : { target: spec.target }),
+    // The save a resume loads (or the converter converts) with several saves: its tag's path is a
+    // token in the keyed command, so the step is named here. Absent with one save.
+    ...(spec.fromStep === undefined ? {} : { from_step: spec.fromStep }),
   };
   return (await sha256Hex(canonicalJson(material))).slice(0, 32);
 }

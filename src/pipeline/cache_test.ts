@@ -40,6 +40,22 @@ Deno.test("phaseCacheKey() ignores where the run folder is, but not what runs", 
   assert.notEqual(a, await resumeKey(exp(1, { MODE: "x" }), "/results/k/run-a"), "and the env");
 });
 
+Deno.test("phaseCacheKey() keys the save a resume loads (its tag's path is a token)", async () => {
+  const fromStep = async (step: number | undefined) => {
+    const e = ExperimentObjectSchema.parse({
+      name: "k",
+      seed: 1,
+      schedule: { steps: 8, save_at: [2, 4] },
+      trainer: { command: ["train", "--from", "${resume_from}"] },
+      resume: { native: { from: "native", ...(step ? { from_step: step } : {}) } },
+    });
+    return await resumeKey(e, "/r");
+  };
+  // The same resume moved from step 4's save to step 2's must not reuse the old result.
+  assert.notEqual(await fromStep(2), await fromStep(4));
+  assert.equal(await fromStep(undefined), await fromStep(4), "the default is the last save");
+});
+
 Deno.test("phaseCacheKey() keys a planner's target topology, which reaches it through a file", async () => {
   const planKey = async (target: Record<string, unknown>) => {
     const e = ExperimentObjectSchema.parse({

@@ -63,6 +63,7 @@ export function consoleProgress(options: ConsoleProgressOptions = {}): Progress 
       // The card before the last line, so a CI log's tail says what happened and what to try.
       for (const line of card?.lines ?? []) result(line);
       for (const line of card?.sensitivity ?? []) result(line);
+      for (const line of card?.warnings ?? []) result(`WARNING ${line}`);
       const errors = card?.errors ?? [];
       for (const line of errors.slice(0, MAX_ERROR_LINES)) result(`ERROR ${line}`);
       if (errors.length > MAX_ERROR_LINES) {

@@ -17,7 +17,7 @@ import type { BillSaving, PhaseSummary, RunBill } from "../types/summary.ts";
  */
 export function phaseSteps(spec: PhaseSpec, saveAt: number): number {
   if (spec.tool !== "trainer") return 0;
-  const from = spec.role === "resume" || spec.role === "calibrate" ? saveAt : 0;
+  const from = spec.role === "resume" || spec.role === "calibrate" ? spec.fromStep ?? saveAt : 0;
   return Math.max(0, spec.stopAt - from);
 }
 

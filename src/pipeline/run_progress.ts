@@ -45,6 +45,8 @@ export interface RunCard {
   errors: string[];
   /** `name VERDICT (lane): statement` of every calibrated comparison (what a PASS is worth). */
   sensitivity: string[];
+  /** Warnings a passing run must still show on the console (a tag nobody asked for). */
+  warnings?: string[];
   /** Phases of the run. */
   phases: number;
   /** Of those, reused from the cache. */

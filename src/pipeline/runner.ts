@@ -12,6 +12,7 @@ import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts
 import {
   cardLines,
   causeLine,
+  CONSOLE_WARNINGS,
   evaluateRun,
   judgeRun,
   lossesCsv,
@@ -27,6 +28,7 @@ import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { removeStrayTemporaries } from "./stray_temporaries.ts";
 import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
+import { splitTagWarnings } from "./split_tags.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
 import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
 import { gitState, HARNESS_VERSION, type Manifest, newManifest } from "./manifest.ts";
@@ -478,6 +480,7 @@ async function summarizeRun(
     interrupted: run.interrupted !== null,
     steps: plan.judge.steps,
     save_at: plan.judge.saveAt,
+    ...(plan.judge.saveSteps.length > 1 ? { save_steps: plan.judge.saveSteps } : {}),
     phases: phaseSummaries,
     comparisons: judgement.comparisons,
     state_checks: judgement.state_checks,
@@ -495,7 +498,9 @@ async function summarizeRun(
 }
 
 /** The settings part of the plan's judge spec, as summary.json persists it (`judge`). */
-function judgeSettings({ steps: _steps, saveAt: _saveAt, ...settings }: JudgeSpec): JudgeSettings {
+function judgeSettings(
+  { steps: _steps, saveAt: _saveAt, saveSteps: _saveSteps, ...settings }: JudgeSpec,
+): JudgeSettings {
   return settings;
 }
 
@@ -521,6 +526,7 @@ async function gatherEvidence(
       metricsPath: present ? spec.metrics?.path : undefined,
       metrics: spec.metrics,
       resumeKind: spec.resumeKind,
+      ...(spec.fromStep !== undefined ? { fromStep: spec.fromStep } : {}),
       topology: spec.topologyKey,
       lane: spec.lane,
       ...(spec.calibration ? { calibration: spec.calibration } : {}),
@@ -565,11 +571,12 @@ async function gatherEvidence(
       tolerance: plan.judge.tolerance_declared ? plan.judge.tolerance : undefined,
     });
   }
+  const splitState = states.find((s) => s.spec.role === "split" && s.summary?.status === "ok");
   const evidence: RunEvidence = {
     phases: states.map((s) => s.summary!),
     resumeKinds: Object.fromEntries(plan.phases.map((p) => [p.name, p.resumeKind])),
     saveAt: plan.judge.saveAt,
-    warnings: plan.warnings,
+    warnings: [...plan.warnings, ...await splitTagWarnings(splitState?.spec)],
     metrics: evaluation,
     scheduleBounds,
     ...(golden ? { golden } : {}),
@@ -641,6 +648,8 @@ function runCard(summary: RunSummary): RunCard {
     sensitivity: summary.comparisons.flatMap((c) =>
       c.sensitivity ? [`${c.name} ${c.verdict} (${c.lane}): ${c.sensitivity.statement}`] : []
     ),
+    warnings: summary.diagnostics.filter((d) => CONSOLE_WARNINGS.has(d.code))
+      .map((d) => d.message),
     phases: summary.phases.length,
     cached: summary.phases.filter((p) => p.cached).length,
   };

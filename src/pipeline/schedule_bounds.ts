@@ -20,8 +20,9 @@ export const SCHEDULE_CODES = {
 } as const;
 
 /**
- * One error diagnostic per phase and kind for steps outside the schedule. `saveAt` is the split's
- * save step. The upper bound is skipped when `stepsCountMicroBatches` (steps then exceed the
+ * One error diagnostic per phase and kind for steps outside the schedule (a split's steps past
+ * its last save included). `saveAt` is the split's last save step, where a resume without its
+ * own `fromStep` starts. The upper bound is skipped when `stepsCountMicroBatches` (steps then exceed the
  * optimizer schedule by design, and `step-unit-micro-batches` already says so).
  */
 export function scheduleDiagnostics(
@@ -50,7 +51,9 @@ export function scheduleDiagnostics(
       }
     }
     if (spec.role === "resume" || spec.role === "calibrate") {
-      const early = steps.filter((s) => s <= saveAt);
+      // A resume from an earlier save (`from_step`) starts there.
+      const from = spec.fromStep ?? saveAt;
+      const early = steps.filter((s) => s <= from);
       if (early.length > 0) {
         out.push({
           level: "error",
@@ -59,7 +62,7 @@ export function scheduleDiagnostics(
           step: early[0],
           count: early.length,
           message: `${spec.name} logs ${early.length} step(s) at or before the save point ` +
-            `${saveAt} (first: ${early[0]}); a resume starts at step ${saveAt + 1}`,
+            `${from} (first: ${early[0]}); a resume starts at step ${from + 1}`,
         });
       }
     }

@@ -43,12 +43,17 @@ export const TRAIN_FLAGS: readonly FlagSpec[] = [
     env: "PARITY_SEED",
     help: "seed of data, init, dropout and shuffles, default 1234",
   },
-  { name: "save-at", env: "PARITY_SAVE_AT", help: "save a native checkpoint after this step" },
+  {
+    name: "save-at",
+    env: "PARITY_SAVE_AT",
+    help: "save a native checkpoint after this step, or after each of a comma list (3,6)",
+  },
   { name: "checkpoint-dir", env: "PARITY_CHECKPOINT_DIR", help: "root of native checkpoints" },
   {
     name: "digest-at",
     env: "PARITY_DIGEST_AT",
-    help: "report the state's digests after this step, without saving (the save check)",
+    help: "report the state's digests after this step (or each of a comma list), without " +
+      "saving (the save check)",
   },
   {
     name: "lr-scale-on-resume",
@@ -183,6 +188,22 @@ function int(
   return n;
 }
 
+/**
+ * A step or an ascending comma list of steps (`3,6`: the contract's several saves), each in
+ * [min, max]; empty when the flag is absent or empty.
+ */
+function intList(values: Map<string, string>, name: string, min: number, max: number): number[] {
+  const raw = values.get(name);
+  if (raw === undefined || raw.trim() === "") return [];
+  const steps = raw.split(",").map((part) => int(new Map([[name, part]]), name, null, min, max)!);
+  steps.forEach((step, i) => {
+    if (i > 0 && step <= steps[i - 1]) {
+      throw new UsageError(`--${name} must list ascending distinct steps, got ${raw}`);
+    }
+  });
+  return steps;
+}
+
 /** A factor in (0, 2], 1 when the flag is absent. */
 function scale(values: Map<string, string>, name: string): number {
   const raw = values.get(name);
@@ -229,10 +250,10 @@ export function trainOptions(values: Map<string, string>): TrainOptions {
   const steps = int(values, "steps", 40, 1, 1_000_000)!;
   const stopAt = int(values, "stop-at", steps, 1, steps)!;
   const seed = int(values, "seed", 1234, 0, 0xffffffff)!;
-  const saveAt = int(values, "save-at", null, 1, stopAt);
-  const digestAt = int(values, "digest-at", null, 1, stopAt);
+  const saveAt = intList(values, "save-at", 1, stopAt);
+  const digestAt = intList(values, "digest-at", 1, stopAt);
   const checkpointDir = values.get("checkpoint-dir") ?? null;
-  if (saveAt !== null && checkpointDir === null) {
+  if (saveAt.length > 0 && checkpointDir === null) {
     throw new UsageError(`--save-at needs --checkpoint-dir (or PARITY_CHECKPOINT_DIR)`);
   }
   const resumeFrom = values.get("resume-from") ?? null;

@@ -141,10 +141,10 @@ export interface TrainOptions {
   stopAt: number;
   /** Seed of data, initialisation, dropout and shuffles. */
   seed: number;
-  /** Save after this optimizer step (null: no save). */
-  saveAt: number | null;
-  /** Report the state's digests after this step without saving (`snapshot`; null: none). */
-  digestAt: number | null;
+  /** Save after each of these optimizer steps, ascending (empty: no save). */
+  saveAt: number[];
+  /** Report the state's digests after each of these steps without saving (`snapshot`). */
+  digestAt: number[];
   /** Root folder of native checkpoints. */
   checkpointDir: string | null;
   /** Checkpoint to resume from (tag folder, universal folder, or a root with `latest`). */

@@ -123,8 +123,9 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
       `checkpoint is at step ${start}; --stop-at ${opts.stopAt} leaves nothing to run`,
     );
   }
-  if (opts.saveAt !== null && opts.saveAt <= start) {
-    throw new UsageError(`--save-at ${opts.saveAt} is not after the resumed step ${start}`);
+  const early = opts.saveAt.find((step) => step <= start);
+  if (early !== undefined) {
+    throw new UsageError(`--save-at ${early} is not after the resumed step ${start}`);
   }
   // The data follow the saving run's seed (the sampler's), whatever --seed a resume passes.
   const data = makeDataset(state.common.sampler.seed, MODEL);
@@ -147,7 +148,11 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
       grad_accum: opts.gradAccum,
       steps: opts.steps,
       stop_at: opts.stopAt,
-      save_at: opts.saveAt,
+      save_at: opts.saveAt.length === 0
+        ? null
+        : opts.saveAt.length === 1
+        ? opts.saveAt[0]
+        : opts.saveAt,
       seed: opts.seed,
       resume_kind: loaded?.kind ?? null,
       fault: opts.fault,
@@ -172,10 +177,10 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
         io.log(`step ${k}/${opts.steps} loss=${rec.loss.toFixed(6)} lr=${rec.lr.toExponential(3)}`);
       }
       // What the uninterrupted run holds where the split saves: hashing reads, draws nothing.
-      if (k === opts.digestAt) {
+      if (opts.digestAt.includes(k)) {
         sink.write({ event: "snapshot", step: k, ...digestState(state) });
       }
-      if (k === opts.saveAt) save(state, engine, opts, sink, io);
+      if (opts.saveAt.includes(k)) save(state, engine, opts, sink, io);
     }
   } finally {
     sink.close();

@@ -12,6 +12,7 @@ import {
   componentList,
   type Culprit,
   culprits,
+  loadedSaveText,
   stateCheckName,
   tensorList,
   ulpDistanceIn,
@@ -197,7 +198,11 @@ export function stateTable(run: LoadedRun, which: ComparisonRows = "all"): Table
 function differingText(s: StateCheckSummary): string {
   const text = componentList(s.differing, s.framework);
   const missing = s.not_in_files ?? [];
-  return missing.length > 0 ? `${text}; not in the checkpoint files: ${missing.join(", ")}` : text;
+  const loaded = loadedSaveText(s);
+  const more = loaded ? `; ${loaded}` : "";
+  return missing.length > 0
+    ? `${text}; not in the checkpoint files: ${missing.join(", ")}${more}`
+    : `${text}${more}`;
 }
 
 /**
@@ -541,7 +546,10 @@ export function headline(run: LoadedRun): string {
   if (broken.length > 0) {
     bits.push(`diverged: ${broken.map((c) => `${c.phase} @ ${c.step ?? "?"}`).join(", ")}`);
   }
-  bits.push(`${s.steps} steps, saved after step ${s.save_at}`);
+  const saves = s.save_steps ?? [s.save_at];
+  bits.push(
+    `${s.steps} steps, saved after step${saves.length > 1 ? "s" : ""} ${saves.join(", ")}`,
+  );
   bits.push(`wall ${duration(s.wall_s)} (children ${duration(s.children_wall_s)})`);
   if (s.git_commit) bits.push(`commit ${s.git_commit.slice(0, 12)}`);
   if (s.interrupted) bits.push("INTERRUPTED");

@@ -10,7 +10,13 @@
 
 import type { RunSummary } from "../types/summary.ts";
 import { comparisonUlp, comparisonUlpText, exact } from "../format/numbers.ts";
-import { blamedPhases, componentList, stateCheckName, tensorList } from "../parity/mod.ts";
+import {
+  blamedPhases,
+  componentList,
+  loadedSaveText,
+  stateCheckName,
+  tensorList,
+} from "../parity/mod.ts";
 import { plannerText, secondOpinionText, stripAnsi } from "./_format.ts";
 import { cardText } from "./_card.ts";
 
@@ -159,8 +165,9 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
     const tensors = tensorList([st]);
     const named = componentList(st.differing, st.framework);
     const notInFiles = st.not_in_files ?? [];
+    const loaded = loadedSaveText(st);
     const message = st.check !== "save"
-      ? `restored state differs: ${named}`
+      ? `restored state differs: ${named}${loaded ? `; ${loaded}` : ""}`
       : notInFiles.length > 0
       ? `not in the checkpoint files: ${componentList(notInFiles, st.framework)}`
       : `saved state differs from the baseline's or the files' at the save step: ${named}`;

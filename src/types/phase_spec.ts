@@ -51,6 +51,11 @@ export interface PhasePaths {
   checkpointDir?: string;
   /** The split's checkpoint tag folder (what the split must leave, converters and planners read). */
   checkpointTag?: string;
+  /**
+   * Split with several saves (`schedule.save_at: [3, 6]`): every tag folder it must leave, by
+   * save step, ascending; the last is {@link checkpointTag}.
+   */
+  checkpointTags?: { step: number; dir: string }[];
   /** Checkpoint to load. */
   resumeFrom?: string;
   /** Plan file to execute (resume kind `plan`). */
@@ -103,6 +108,14 @@ export interface PhaseSpec {
   stopAt: number;
   /** How a resume phase loads its checkpoint. */
   resumeKind?: ResumeKind;
+  /**
+   * Resumes and calibrations: the saved step they load (`resume.<name>.from_step`, default the
+   * last save); they run `fromStep + 1 .. steps`. Convert: the saved step it converts. Set only
+   * with several saves (`schedule.save_at: [3, 6]`); absent means the last save.
+   */
+  fromStep?: number;
+  /** Split: the steps it saves after, ascending (it stops after the last). */
+  saveSteps?: number[];
   /** Replica policy of plan phases. */
   policy?: string;
   /** Program arguments in force (trainer.args merged with the phase's overrides). */
@@ -191,8 +204,10 @@ export interface SlurmExecutorSpec {
 export interface JudgeSpec extends JudgeSettings {
   /** Schedule length (optimizer steps). */
   steps: number;
-  /** Optimizer step after which the split saves. */
+  /** Optimizer step after which the split saves last (and stops). */
   saveAt: number;
+  /** Every step after which the split saves, ascending (`[saveAt]` for one save). */
+  saveSteps: number[];
 }
 
 /** How the report draws the run (`charts:`); never used for judging. */

@@ -276,12 +276,34 @@ export interface StateCheckSummary {
   /** Save check only: components compared between the saved digests and the files. */
   files_compared?: string[];
   /**
+   * Restore checks of a resume from a save that is not the last (`resume.<name>.from_step`): the
+   * saved step it was to load.
+   */
+  from_step?: number;
+  /**
+   * Restore checks: where the loaded digests differ from the state saved at the resume's step
+   * but equal, in some of those components, the state the split saved at another step: that
+   * step, the components, and whether they are every differing one ("loaded the state saved at
+   * step 6"). Decided in `src/parity/state_checks.ts`; reports render it, never re-derive it.
+   */
+  loaded_save?: LoadedSave;
+  /**
    * The framework the trainer's events say wrote them (`deepspeed`), so cards and reports name
    * components in its words (`params`: the fp32 master).
    */
   framework?: string;
   /** Why the verdict is what it is, in one sentence. */
   reason?: string;
+}
+
+/** A restore that loaded (part of) the state saved at another step (see `loaded_save`). */
+export interface LoadedSave {
+  /** The save step whose digests the loaded ones equal. */
+  step: number;
+  /** The differing components whose loaded digests equal that save's, sorted. */
+  components: string[];
+  /** Whether they are every component that differs from the intended save. */
+  all: boolean;
 }
 
 /** Per-process byte counts of one plan. */
@@ -572,8 +594,10 @@ export interface RunSummary {
   interrupted: boolean;
   /** Schedule length. */
   steps: number;
-  /** Optimizer step after which the split phase saves. */
+  /** Optimizer step after which the split phase saves (its last save, where it stops). */
   save_at: number;
+  /** With several saves (`schedule.save_at: [3, 6]`): every save step, ascending. */
+  save_steps?: number[];
   /** Phases in execution order. */
   phases: PhaseSummary[];
   /** Lane results. */
