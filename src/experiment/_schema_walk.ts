@@ -63,7 +63,7 @@ function declaredKeys(schemas: z.ZodType[]): string[] {
   const keys = new Set<string>();
   const visit = (schema: z.ZodType) => {
     const inner = unwrapSchema(schema);
-    if (inner instanceof z.ZodObject) for (const key of Object.keys(inner.shape)) keys.add(key);
+    if (inner instanceof z.ZodObject) { for (const key of Object.keys(inner.shape)) keys.add(key); }
     else if (inner instanceof z.ZodUnion) unionOf(inner).forEach(visit);
   };
   schemas.forEach(visit);

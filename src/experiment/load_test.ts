@@ -47,7 +47,10 @@ Deno.test("loadExperimentText() reads .json strictly, with positions", () => {
     errorsOf('{"a": 1,\n  "b": }', "x.json")[0],
     /^JSON syntax error at line 2, column 8: Unresolved plain scalar/,
   );
-  match(errorsOf('{"a": 1,}', "x.json")[0], /line 1, column 9: Expected double-quoted property name/);
+  match(
+    errorsOf('{"a": 1,}', "x.json")[0],
+    /line 1, column 9: Expected double-quoted property name/,
+  );
   match(errorsOf("{\n  // no\n}", "x.JSON")[0], /line 2, column 3/);
   match(errorsOf('{"a": 1} x', "x.json")[0], /line 1, column 10: Unexpected scalar/);
   match(errorsOf('{"a": "x', "x.json")[0], /Missing closing "quote/);

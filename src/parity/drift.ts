@@ -318,9 +318,9 @@ function biasTest(
 export const BIAS_FLOOR_ULP = 16;
 
 /** Fewest steps per block of a short long window's bias test. */
-export const SHORT_BLOCK_STEPS = 4;
+const SHORT_BLOCK_STEPS = 4;
 /** Fewest blocks of a short long window's bias test (4 degrees of freedom). */
-export const MIN_SHORT_BLOCKS = 5;
+const MIN_SHORT_BLOCKS = 5;
 
 /**
  * How many blocks the bias test cuts a long window of `n` steps into, and the |t| limit there:

@@ -17,7 +17,7 @@ export const DEFAULT_GRACE_MS = 5000;
  * `<log>.1` (replacing an older one) and the log starts again, so the newest output is kept and
  * at most twice the cap is on disk.
  */
-export const DEFAULT_LOG_CAP_BYTES = 256 * 1024 * 1024;
+const DEFAULT_LOG_CAP_BYTES = 256 * 1024 * 1024;
 
 /** How long to keep reading output after the group was killed (an escaped process may hold a pipe). */
 const DRAIN_LIMIT_MS = 2000;
