@@ -543,43 +543,7 @@ function validateHolders(
       }
     }
   }
-  // Neighbours: distinct regions sharing an element.
-  let neighbours: Map<number, number[]> | null = null;
-  let first: [number, number] | null = null;
-  // Regions come sorted by origin, so a single pass often proves them pairwise disjoint.
-  let separated = true;
-  for (let r = 1, end = -Infinity; separated && r < regions.length; r++) {
-    const a = regions[r - 1].box, b = regions[r].box;
-    if (a.origin.length === 0) separated = false;
-    else {
-      end = Math.max(end, a.origin[0] + a.extent[0]);
-      if (b.origin[0] < end) separated = false;
-    }
-  }
-  if (regions.length > 1 && !separated) {
-    const boxes = regions.map((r) => r.box);
-    const visit = (i: number, j: number) => {
-      neighbours ??= new Map();
-      const li = neighbours.get(i);
-      if (li) li.push(j);
-      else neighbours.set(i, [j]);
-      const lj = neighbours.get(j);
-      if (lj) lj.push(i);
-      else neighbours.set(j, [i]);
-      const pair: [number, number] = i < j ? [i, j] : [j, i];
-      if (first === null || pair[0] < first[0] || (pair[0] === first[0] && pair[1] < first[1])) {
-        first = pair;
-      }
-    };
-    if (boxes.length <= SMALL) {
-      for (let i = 0; i < boxes.length; i++) {
-        for (let j = i + 1; j < boxes.length; j++) {
-          if (boxesOverlap(boxes[i], boxes[j])) visit(i, j);
-        }
-      }
-    } else forEachOverlap(boxes, sweepAxis(boxes), visit);
-  }
-  const near = neighbours as Map<number, number[]> | null;
+  const { near, first } = regionNeighbours(regions);
   if (near !== null) {
     // A rank listing two overlapping regions holds overlapping logical pieces.
     for (const [a, list] of near) {
@@ -647,6 +611,51 @@ function validateHolders(
     if (!sameSequence(actual, frame.locations)) throw differentLocations(side, frame, actual);
   }
   return first;
+}
+
+/**
+ * Neighbours: distinct regions sharing an element, each pair listed both ways (null when there
+ * is none), and the first such pair in region order.
+ */
+function regionNeighbours(
+  regions: readonly MapRegion[],
+): { near: Map<number, number[]> | null; first: [number, number] | null } {
+  let neighbours: Map<number, number[]> | null = null;
+  let first: [number, number] | null = null;
+  // Regions come sorted by origin, so a single pass often proves them pairwise disjoint.
+  let separated = true;
+  for (let r = 1, end = -Infinity; separated && r < regions.length; r++) {
+    const a = regions[r - 1].box, b = regions[r].box;
+    if (a.origin.length === 0) separated = false;
+    else {
+      end = Math.max(end, a.origin[0] + a.extent[0]);
+      if (b.origin[0] < end) separated = false;
+    }
+  }
+  if (regions.length > 1 && !separated) {
+    const boxes = regions.map((r) => r.box);
+    const visit = (i: number, j: number) => {
+      neighbours ??= new Map();
+      const li = neighbours.get(i);
+      if (li) li.push(j);
+      else neighbours.set(i, [j]);
+      const lj = neighbours.get(j);
+      if (lj) lj.push(i);
+      else neighbours.set(j, [i]);
+      const pair: [number, number] = i < j ? [i, j] : [j, i];
+      if (first === null || pair[0] < first[0] || (pair[0] === first[0] && pair[1] < first[1])) {
+        first = pair;
+      }
+    };
+    if (boxes.length <= SMALL) {
+      for (let i = 0; i < boxes.length; i++) {
+        for (let j = i + 1; j < boxes.length; j++) {
+          if (boxesOverlap(boxes[i], boxes[j])) visit(i, j);
+        }
+      }
+    } else forEachOverlap(boxes, sweepAxis(boxes), visit);
+  }
+  return { near: neighbours as Map<number, number[]> | null, first };
 }
 
 function differentLocations(side: string, frame: MapFrame, actual: number[]): InvalidMapError {

@@ -132,7 +132,7 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
   const jobId = job.id;
 
   // Supervision: an interruption cancels the job; exiting the harness cancels it at once.
-  const watch: _Watch = { stop: null, wake: () => {} };
+  const watch: Watch = { stop: null, wake: () => {} };
   let markDone!: () => void;
   const done = new Promise<void>((resolve) => markDone = resolve);
   const unregister = registerLiveChild({
@@ -155,19 +155,19 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
 }
 
 /** How the harness stops following a job: why (null: it does not), and how to wake its wait. */
-interface _Watch {
+interface Watch {
   stop: "interrupted" | "timeout" | null;
   wake: () => void;
 }
 
 /** What {@link followJob} shares with {@link runSlurmJob}. */
-interface _Following {
+interface Following {
   pumps: LogPump[];
   /** What the result reports of the job, updated as it is polled. */
   job: { id: string | null; state: string; reason: string; nodes: string; partition: string };
   /** The last record polled. */
   last: JobRecord;
-  watch: _Watch;
+  watch: Watch;
   result: (
     status: ChildStatus,
     message: string,
@@ -183,7 +183,7 @@ interface _Following {
 async function followJob(
   jobId: string,
   options: SlurmJobOptions,
-  { pumps, job, last, watch, result }: _Following,
+  { pumps, job, last, watch, result }: Following,
 ): Promise<SlurmJobResult> {
   let runningSince: number | null = null;
   let unreachable = 0;
