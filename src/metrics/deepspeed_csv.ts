@@ -11,7 +11,7 @@
  */
 
 import { SeriesBuilder } from "./_builder.ts";
-import { readSources } from "./_sources.ts";
+import { parseSources, readSources } from "./_sources.ts";
 import { type MetricSeries, READER_CODES, type ReadOptions } from "./series.ts";
 
 const NON_FINITE = /^\s*([+-]?)(nan|inf|infinity)\s*$/i;
@@ -32,16 +32,8 @@ export interface CsvSource {
 
 /** Parses csv_monitor texts (one per file) into one series. */
 export function parseDeepspeedCsv(sources: CsvSource[], options: ReadOptions = {}): MetricSeries {
-  const builder = new SeriesBuilder(options.loss);
   // csv_monitor writes engine.global_samples in the step column unless the caller logged steps.
-  const unit = options.step_unit ?? "samples";
-  const perStep = options.samples_per_step;
-  builder.checkSamplesPerStep(unit, perStep);
-  for (const source of sources) {
-    builder.startSource();
-    readOne(builder, source, unit === "samples" ? perStep : undefined);
-  }
-  return builder.finish();
+  return parseSources(sources, options, "samples", readOne);
 }
 
 /** Reads a csv_monitor folder (every `*.csv` in it, sorted by name) or a single CSV file. */

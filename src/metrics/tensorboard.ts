@@ -12,7 +12,7 @@
 
 import { SeriesBuilder } from "./_builder.ts";
 import { decodeFields, float32At, float64At, maskedCrc32c, toInt64 } from "./_protobuf.ts";
-import { readSources } from "./_sources.ts";
+import { parseSources, readSources } from "./_sources.ts";
 import { type MetricSeries, READER_CODES, type ReadOptions } from "./series.ts";
 
 /** One event file's bytes with the name shown in diagnostics. */
@@ -33,15 +33,7 @@ export function parseTensorboard(
   sources: EventFileSource[],
   options: ReadOptions = {},
 ): MetricSeries {
-  const builder = new SeriesBuilder(options.loss);
-  const unit = options.step_unit ?? "step";
-  const perStep = options.samples_per_step;
-  builder.checkSamplesPerStep(unit, perStep);
-  for (const source of sources) {
-    builder.startSource();
-    readOne(builder, source, unit === "samples" ? perStep : undefined);
-  }
-  return builder.finish();
+  return parseSources(sources, options, "step", readOne);
 }
 
 /** Reads an event file, or every `*tfevents*` file of a folder. */
