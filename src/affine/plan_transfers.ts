@@ -267,28 +267,7 @@ function prepare(
       `${name}: ${pairChecks} candidate pairs exceeds maxPairChecks ${budget.maxPairChecks}`,
     );
   }
-  // One holder per location and one list per region, shared by every request reading it; a
-  // single-holder list is shared by every region of its location.
-  const holderOf = new Map<number, ReplicaHolder>();
-  const alone = new Map<number, ReplicaHolder[]>();
-  const holder = (rank: number) => {
-    let h = holderOf.get(rank);
-    if (h === undefined) {
-      h = { location: rank };
-      if (sourceProcesses) h.process = sourceProcesses.get(rank);
-      holderOf.set(rank, h);
-    }
-    return h;
-  };
-  const holderLists: ReplicaHolder[][] = new Array(regions.length);
-  for (let i = 0; i < regions.length; i++) {
-    const held = regions[i].frames;
-    if (held.length === 1) {
-      let list = alone.get(held[0].rank);
-      if (list === undefined) alone.set(held[0].rank, list = [holder(held[0].rank)]);
-      holderLists[i] = list;
-    } else holderLists[i] = held.map((f) => holder(f.rank));
-  }
+  const holderLists = holderListsOf(regions, sourceProcesses);
   const pending: PendingRequest[] = [];
   const filled: number[] = new Array(targets.length).fill(0);
   forEachIntersection(targets, regions, (t, s) => {
@@ -310,17 +289,7 @@ function prepare(
     if (targetProcesses) request.targetProcess = targetProcesses.get(frame.rank);
     pending.push({ param: index, at, target: frame, source: regions[s], request });
   });
-  // Source regions are disjoint, so the parts are disjoint: they tile the target region
-  // exactly when their volumes sum to it. A total over the whole plan would prove nothing.
-  for (let t = 0; t < targets.length; t++) {
-    const frame = targets[t];
-    if (filled[t] !== numelOf(frame.box.extent)) {
-      throw new InvalidMapError(
-        `${name}: target rank ${frame.rank} region ${boxToString(frame.box)} would receive ` +
-          `${filled[t]} of its ${numelOf(frame.box.extent)} elements`,
-      );
-    }
-  }
+  checkTiled(name, targets, filled);
   // A rank's target pieces are logically disjoint, so (rank, origin) orders requests totally.
   const order = (a: PendingRequest, b: PendingRequest) =>
     a.target.rank - b.target.rank || a.at - b.at;
@@ -336,6 +305,57 @@ function prepare(
     pairChecks,
     pending,
   };
+}
+
+/**
+ * The holders of each source region: one holder per location and one list per region, shared by
+ * every request reading it; a single-holder list is shared by every region of its location.
+ */
+function holderListsOf(
+  regions: ReturnType<typeof normalizeMapRegions>["regions"],
+  sourceProcesses: Map<number, number> | undefined,
+): ReplicaHolder[][] {
+  const holderOf = new Map<number, ReplicaHolder>();
+  const alone = new Map<number, ReplicaHolder[]>();
+  const holder = (rank: number) => {
+    let h = holderOf.get(rank);
+    if (h === undefined) {
+      h = { location: rank };
+      if (sourceProcesses) h.process = sourceProcesses.get(rank);
+      holderOf.set(rank, h);
+    }
+    return h;
+  };
+  const holderLists: ReplicaHolder[][] = new Array(regions.length);
+  for (let i = 0; i < regions.length; i++) {
+    const held = regions[i].frames;
+    if (held.length === 1) {
+      let list = alone.get(held[0].rank);
+      if (list === undefined) alone.set(held[0].rank, list = [holder(held[0].rank)]);
+      holderLists[i] = list;
+    } else holderLists[i] = held.map((f) => holder(f.rank));
+  }
+  return holderLists;
+}
+
+/**
+ * Source regions are disjoint, so the parts are disjoint: they tile the target region exactly
+ * when their volumes sum to it. A total over the whole plan would prove nothing.
+ */
+function checkTiled(
+  name: string,
+  targets: ReturnType<typeof normalizeMapRegions>["frames"],
+  filled: number[],
+): void {
+  for (let t = 0; t < targets.length; t++) {
+    const frame = targets[t];
+    if (filled[t] !== numelOf(frame.box.extent)) {
+      throw new InvalidMapError(
+        `${name}: target rank ${frame.rank} region ${boxToString(frame.box)} would receive ` +
+          `${filled[t]} of its ${numelOf(frame.box.extent)} elements`,
+      );
+    }
+  }
 }
 
 function describe(request: ReplicaRequest, index: number): string {
@@ -386,6 +406,39 @@ function holderList(holders: readonly MapFrame[]): string {
   return holders.map((h) => h.rank).join(", ");
 }
 
+/** One part of a policy's split answer: a validated holder and an axis-0 slice of `region`. */
+function parsePart(raw: unknown, at: string, pending: PendingRequest, region: Box): ResolvedPart {
+  const nd = region.origin.length;
+  if (typeof raw !== "object" || raw === null) {
+    throw new InvalidReplicaPolicyError(`${at}: ${String(raw)} is not a part`);
+  }
+  const part = raw as Record<string, unknown>;
+  const holder = holderAt(pending.source.frames, part.sourceLocation);
+  if (holder === undefined) {
+    throw new InvalidReplicaPolicyError(
+      `${at}: location ${String(part.sourceLocation)} is not a validated holder [${
+        holderList(pending.source.frames)
+      }]`,
+    );
+  }
+  const origin = coordinates(part.logicalOrigin, at, "logicalOrigin");
+  const shape = coordinates(part.shape, at, "shape");
+  if (origin.length !== nd || shape.length !== nd) {
+    throw new InvalidReplicaPolicyError(
+      `${at}: ${origin.length}-axis origin and ${shape.length}-axis shape for a ${nd}-axis region`,
+    );
+  }
+  if (shape.some((s) => s <= 0)) throw new InvalidReplicaPolicyError(`${at}: empty part`);
+  for (let axis = 1; axis < nd; axis++) {
+    if (origin[axis] !== region.origin[axis] || shape[axis] !== region.extent[axis]) {
+      throw new InvalidReplicaPolicyError(
+        `${at}: cuts axis ${axis}; only axis-0 splits are supported`,
+      );
+    }
+  }
+  return { holder, box: { origin, extent: shape } };
+}
+
 /**
  * Checks one answer and resolves it: the holder frame for a location, or holder parts tiling the
  * request along axis 0. Messages are built only when an answer is refused.
@@ -421,37 +474,9 @@ function resolveAnswer(
   }
   const region = sharedOf(pending);
   const nd = region.origin.length;
-  const parts: ResolvedPart[] = answer.map((raw, p) => {
-    const at = `${describe(pending.request, index)} part ${p}`;
-    if (typeof raw !== "object" || raw === null) {
-      throw new InvalidReplicaPolicyError(`${at}: ${String(raw)} is not a part`);
-    }
-    const part = raw as Record<string, unknown>;
-    const holder = holderAt(pending.source.frames, part.sourceLocation);
-    if (holder === undefined) {
-      throw new InvalidReplicaPolicyError(
-        `${at}: location ${String(part.sourceLocation)} is not a validated holder [${
-          holderList(pending.source.frames)
-        }]`,
-      );
-    }
-    const origin = coordinates(part.logicalOrigin, at, "logicalOrigin");
-    const shape = coordinates(part.shape, at, "shape");
-    if (origin.length !== nd || shape.length !== nd) {
-      throw new InvalidReplicaPolicyError(
-        `${at}: ${origin.length}-axis origin and ${shape.length}-axis shape for a ${nd}-axis region`,
-      );
-    }
-    if (shape.some((s) => s <= 0)) throw new InvalidReplicaPolicyError(`${at}: empty part`);
-    for (let axis = 1; axis < nd; axis++) {
-      if (origin[axis] !== region.origin[axis] || shape[axis] !== region.extent[axis]) {
-        throw new InvalidReplicaPolicyError(
-          `${at}: cuts axis ${axis}; only axis-0 splits are supported`,
-        );
-      }
-    }
-    return { holder, box: { origin, extent: shape } };
-  });
+  const parts = answer.map((raw, p) =>
+    parsePart(raw, `${describe(pending.request, index)} part ${p}`, pending, region)
+  );
   if (nd === 0) {
     if (parts.length !== 1) {
       throw new InvalidReplicaPolicyError(
@@ -574,6 +599,45 @@ export function planBytesOf(segments: readonly TransferSegmentDict[]): number {
   return n;
 }
 
+/** One parameter's plan: its segments coalesced, within the budget, with their statistics. */
+function parameterPlan(
+  p: PreparedParameter,
+  raw: TransferSegmentDict[],
+  budget: PlanBudget,
+): ParameterPlan {
+  const before = raw.length;
+  const segments = coalesceOwned(raw, budget);
+  if (segments.length > budget.maxSegments) {
+    throw new PlanBudgetError(
+      `${p.name}: ${segments.length} segments exceeds maxSegments ${budget.maxSegments}`,
+    );
+  }
+  const planBytes = planBytesOf(segments);
+  if (planBytes > budget.maxPlanBytes) {
+    throw new PlanBudgetError(
+      `${p.name}: plan metadata is ${planBytes} bytes, over maxPlanBytes ${budget.maxPlanBytes}`,
+    );
+  }
+  let movedElements = 0;
+  for (let k = 0; k < segments.length; k++) movedElements += numelOf(segments[k].shape);
+  return {
+    name: p.name,
+    logicalShape: p.logicalShape,
+    elementSize: p.elementSize,
+    segments,
+    movedElements,
+    statistics: {
+      sourcePieces: p.sourcePieces,
+      targetPieces: p.targetPieces,
+      pairChecks: p.pairChecks,
+      requests: p.pending.length,
+      segmentsBeforeMerge: before,
+      segments: segments.length,
+      planBytes,
+    },
+  };
+}
+
 /**
  * Plans every parameter of one sync together (DeepSpeed `plan_transfers`).
  *
@@ -676,39 +740,7 @@ export function planTransfers(
     }
   }
   const parameters = new Map<string, ParameterPlan>();
-  prepared.forEach((p, i) => {
-    const before = raw[i].length;
-    const segments = coalesceOwned(raw[i], budget);
-    if (segments.length > budget.maxSegments) {
-      throw new PlanBudgetError(
-        `${p.name}: ${segments.length} segments exceeds maxSegments ${budget.maxSegments}`,
-      );
-    }
-    const planBytes = planBytesOf(segments);
-    if (planBytes > budget.maxPlanBytes) {
-      throw new PlanBudgetError(
-        `${p.name}: plan metadata is ${planBytes} bytes, over maxPlanBytes ${budget.maxPlanBytes}`,
-      );
-    }
-    let movedElements = 0;
-    for (let k = 0; k < segments.length; k++) movedElements += numelOf(segments[k].shape);
-    parameters.set(p.name, {
-      name: p.name,
-      logicalShape: p.logicalShape,
-      elementSize: p.elementSize,
-      segments,
-      movedElements,
-      statistics: {
-        sourcePieces: p.sourcePieces,
-        targetPieces: p.targetPieces,
-        pairChecks: p.pairChecks,
-        requests: p.pending.length,
-        segmentsBeforeMerge: before,
-        segments: segments.length,
-        planBytes,
-      },
-    });
-  });
+  prepared.forEach((p, i) => parameters.set(p.name, parameterPlan(p, raw[i], budget)));
   return { parameters, requests: all.length, splitRequests };
 }
 

@@ -280,49 +280,11 @@ function frameOf(
       `${pieceName(side, rank, index)}: spans ${piece.shape.length} axes of a ${nd}-axis parameter`,
     );
   }
-  let numel = 1;
-  for (let i = 0; i < nd; i++) {
-    if (piece.shape[i] < 0) {
-      throw new InvalidMapError(`${pieceName(side, rank, index)}: negative extent`);
-    }
-    numel *= piece.shape[i];
-  }
-  if (piece.locations.length === 0) {
-    throw new InvalidMapError(`${pieceName(side, rank, index)}: names no holder`);
-  }
-  if (piece.scale !== 1) {
-    throw new UnsupportedLayoutError(
-      `${
-        pieceName(side, rank, index)
-      }: scale ${piece.scale}, which would leave a resumed optimizer in the source ` +
-        "coordinate",
-    );
-  }
-  if (piece.sourceStrides.length !== nd || piece.destStrides.length !== nd) {
-    throw new InvalidMapError(
-      `${pieceName(side, rank, index)}: stride vector length must match the piece rank`,
-    );
-  }
+  const name = () => pieceName(side, rank, index);
+  const numel = checkedNumel(piece, nd, name);
   // Builders give a piece a rank does not hold its running offset, possibly one past the end.
   if (numel === 0) return null;
-  for (let axis = 0; axis < nd; axis++) {
-    if (piece.shape[axis] > 1 && piece.sourceStrides[axis] !== logicalStrides[axis]) {
-      throw new UnsupportedLayoutError(
-        `${pieceName(side, rank, index)}: source axis ${axis} strides ${
-          piece.sourceStrides[axis]
-        }, expected ` +
-          `${logicalStrides[axis]}`,
-      );
-    }
-    if (piece.shape[axis] > 1 && piece.destStrides[axis] !== shardStrides[axis]) {
-      throw new UnsupportedLayoutError(
-        `${pieceName(side, rank, index)}: dest axis ${axis} strides ${
-          piece.destStrides[axis]
-        }, expected ` +
-          `${shardStrides[axis]}`,
-      );
-    }
-  }
+  checkStrides(piece, logicalStrides, shardStrides, name);
   const origin = coordinateOf(piece.sourceOffset, logicalStrides, logicalShape);
   if (origin === null) {
     throw new InvalidMapError(
@@ -371,6 +333,56 @@ function frameOf(
     strides: shardStrides,
     shardNumel,
   };
+}
+
+/** A piece's element count, once its extents, holders, scale and stride vectors are sound. */
+function checkedNumel(piece: AffinePiece, nd: number, name: () => string): number {
+  let numel = 1;
+  for (let i = 0; i < nd; i++) {
+    if (piece.shape[i] < 0) {
+      throw new InvalidMapError(`${name()}: negative extent`);
+    }
+    numel *= piece.shape[i];
+  }
+  if (piece.locations.length === 0) {
+    throw new InvalidMapError(`${name()}: names no holder`);
+  }
+  if (piece.scale !== 1) {
+    throw new UnsupportedLayoutError(
+      `${name()}: scale ${piece.scale}, which would leave a resumed optimizer in the source ` +
+        "coordinate",
+    );
+  }
+  if (piece.sourceStrides.length !== nd || piece.destStrides.length !== nd) {
+    throw new InvalidMapError(
+      `${name()}: stride vector length must match the piece rank`,
+    );
+  }
+  return numel;
+}
+
+/** Every axis a piece spans more than once steps as the logical tensor and the shard do. */
+function checkStrides(
+  piece: AffinePiece,
+  logicalStrides: readonly number[],
+  shardStrides: readonly number[],
+  name: () => string,
+): void {
+  const nd = logicalStrides.length;
+  for (let axis = 0; axis < nd; axis++) {
+    if (piece.shape[axis] > 1 && piece.sourceStrides[axis] !== logicalStrides[axis]) {
+      throw new UnsupportedLayoutError(
+        `${name()}: source axis ${axis} strides ${piece.sourceStrides[axis]}, expected ` +
+          `${logicalStrides[axis]}`,
+      );
+    }
+    if (piece.shape[axis] > 1 && piece.destStrides[axis] !== shardStrides[axis]) {
+      throw new UnsupportedLayoutError(
+        `${name()}: dest axis ${axis} strides ${piece.destStrides[axis]}, expected ` +
+          `${shardStrides[axis]}`,
+      );
+    }
+  }
 }
 
 /** Below this many boxes, all pairs cost less than sorting for a sweep. */
@@ -543,43 +555,7 @@ function validateHolders(
       }
     }
   }
-  // Neighbours: distinct regions sharing an element.
-  let neighbours: Map<number, number[]> | null = null;
-  let first: [number, number] | null = null;
-  // Regions come sorted by origin, so a single pass often proves them pairwise disjoint.
-  let separated = true;
-  for (let r = 1, end = -Infinity; separated && r < regions.length; r++) {
-    const a = regions[r - 1].box, b = regions[r].box;
-    if (a.origin.length === 0) separated = false;
-    else {
-      end = Math.max(end, a.origin[0] + a.extent[0]);
-      if (b.origin[0] < end) separated = false;
-    }
-  }
-  if (regions.length > 1 && !separated) {
-    const boxes = regions.map((r) => r.box);
-    const visit = (i: number, j: number) => {
-      neighbours ??= new Map();
-      const li = neighbours.get(i);
-      if (li) li.push(j);
-      else neighbours.set(i, [j]);
-      const lj = neighbours.get(j);
-      if (lj) lj.push(i);
-      else neighbours.set(j, [i]);
-      const pair: [number, number] = i < j ? [i, j] : [j, i];
-      if (first === null || pair[0] < first[0] || (pair[0] === first[0] && pair[1] < first[1])) {
-        first = pair;
-      }
-    };
-    if (boxes.length <= SMALL) {
-      for (let i = 0; i < boxes.length; i++) {
-        for (let j = i + 1; j < boxes.length; j++) {
-          if (boxesOverlap(boxes[i], boxes[j])) visit(i, j);
-        }
-      }
-    } else forEachOverlap(boxes, sweepAxis(boxes), visit);
-  }
-  const near = neighbours as Map<number, number[]> | null;
+  const { near, first } = regionNeighbours(regions);
   if (near !== null) {
     // A rank listing two overlapping regions holds overlapping logical pieces.
     for (const [a, list] of near) {
@@ -647,6 +623,51 @@ function validateHolders(
     if (!sameSequence(actual, frame.locations)) throw differentLocations(side, frame, actual);
   }
   return first;
+}
+
+/**
+ * Neighbours: distinct regions sharing an element, each pair listed both ways (null when there
+ * is none), and the first such pair in region order.
+ */
+function regionNeighbours(
+  regions: readonly MapRegion[],
+): { near: Map<number, number[]> | null; first: [number, number] | null } {
+  let neighbours: Map<number, number[]> | null = null;
+  let first: [number, number] | null = null;
+  // Regions come sorted by origin, so a single pass often proves them pairwise disjoint.
+  let separated = true;
+  for (let r = 1, end = -Infinity; separated && r < regions.length; r++) {
+    const a = regions[r - 1].box, b = regions[r].box;
+    if (a.origin.length === 0) separated = false;
+    else {
+      end = Math.max(end, a.origin[0] + a.extent[0]);
+      if (b.origin[0] < end) separated = false;
+    }
+  }
+  if (regions.length > 1 && !separated) {
+    const boxes = regions.map((r) => r.box);
+    const visit = (i: number, j: number) => {
+      neighbours ??= new Map();
+      const li = neighbours.get(i);
+      if (li) li.push(j);
+      else neighbours.set(i, [j]);
+      const lj = neighbours.get(j);
+      if (lj) lj.push(i);
+      else neighbours.set(j, [i]);
+      const pair: [number, number] = i < j ? [i, j] : [j, i];
+      if (first === null || pair[0] < first[0] || (pair[0] === first[0] && pair[1] < first[1])) {
+        first = pair;
+      }
+    };
+    if (boxes.length <= SMALL) {
+      for (let i = 0; i < boxes.length; i++) {
+        for (let j = i + 1; j < boxes.length; j++) {
+          if (boxesOverlap(boxes[i], boxes[j])) visit(i, j);
+        }
+      }
+    } else forEachOverlap(boxes, sweepAxis(boxes), visit);
+  }
+  return { near: neighbours as Map<number, number[]> | null, first };
 }
 
 function differentLocations(side: string, frame: MapFrame, actual: number[]): InvalidMapError {

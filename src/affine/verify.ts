@@ -512,49 +512,10 @@ function verifyParameter(name: string, entry: Record<string, unknown>, acc: Acco
     runs.n = 0;
     decompose(segShape, tgt.offset, tgt.strides, src.offset, src.strides, runs);
     const base = bases.get(tgt.loc)!;
-    for (let r = 0; r < runs.n; r++) {
-      let tAddr = runs.a[r], sAddr = runs.b[r], left = runs.len[r];
-      written.push(base + tAddr, i, left);
-      while (left > 0) {
-        const ti = findRun(tgtTable, tAddr);
-        const tTake = Math.min(left, tgtTable.addr[ti] + tgtTable.len[ti] - tAddr);
-        let logical = tgtTable.logical[ti] + (tAddr - tgtTable.addr[ti]);
-        let part = tTake;
-        while (part > 0) {
-          const si = findRun(srcTable, sAddr);
-          const sLogical = srcTable.logical[si] + (sAddr - srcTable.addr[si]);
-          if (sLogical !== logical) {
-            const holders = source.holdersOf(logical);
-            const why = holders.includes(src.loc)
-              ? `location ${src.loc} holds it at another address`
-              : `location ${src.loc} does not hold it (holders: [${holders.join(", ")}])`;
-            reject(
-              `${at}.segments[${i}]: target location ${tgt.loc} address ${tAddr} expects logical element ` +
-                `${coordText(logical, shape)}, but source location ${src.loc} address ${sAddr} ` +
-                `holds ${coordText(sLogical, shape)}; ${why}`,
-            );
-          }
-          const sTake = Math.min(part, srcTable.addr[si] + srcTable.len[si] - sAddr);
-          part -= sTake;
-          sAddr += sTake;
-          logical += sTake;
-        }
-        left -= tTake;
-        tAddr += tTake;
-      }
-    }
+    for (let r = 0; r < runs.n; r++) written.push(base + runs.a[r], i, runs.len[r]);
+    checkRunsHold(`${at}.segments[${i}]`, runs, { src, tgt, srcTable, tgtTable, source, shape });
     if (seg.logical_origin !== undefined) {
-      const origin = intList(seg.logical_origin, () => `${at}.segments[${i}].logical_origin`, 0);
-      const ti = findRun(tgtTable, tgt.offset);
-      const first = tgtTable.logical[ti] + (tgt.offset - tgtTable.addr[ti]);
-      if (coordText(first, shape) !== `[${origin.join(", ")}]`) {
-        reject(
-          `${at}.segments[${i}].logical_origin: [${
-            origin.join(", ")
-          }], but the segment starts at ` +
-            coordText(first, shape),
-        );
-      }
+      checkOrigin(`${at}.segments[${i}].logical_origin`, seg.logical_origin, tgt, tgtTable, shape);
     }
     const bytes = numel * elementSize;
     acc.segments++;
@@ -563,6 +524,85 @@ function verifyParameter(name: string, entry: Record<string, unknown>, acc: Acco
     const pair = src.loc * pairStride + tgt.loc;
     pairBytes.set(pair, (pairBytes.get(pair) ?? 0) + bytes);
   }
+  checkExactlyOnce(at, written, total, baseList);
+  bookTraffic(acc, pairBytes, pairStride, source, target);
+}
+
+/** What {@link checkRunsHold} compares: the segment's two views and the sides' tables. */
+interface SegmentSides {
+  src: ParsedView;
+  tgt: ParsedView;
+  srcTable: RankTable;
+  tgtTable: RankTable;
+  source: SideTables;
+  shape: readonly number[];
+}
+
+/** Proves every run of a segment reads, at each target address, the logical element it expects. */
+function checkRunsHold(
+  at: string,
+  runs: Runs,
+  { src, tgt, srcTable, tgtTable, source, shape }: SegmentSides,
+): void {
+  for (let r = 0; r < runs.n; r++) {
+    let tAddr = runs.a[r], sAddr = runs.b[r], left = runs.len[r];
+    while (left > 0) {
+      const ti = findRun(tgtTable, tAddr);
+      const tTake = Math.min(left, tgtTable.addr[ti] + tgtTable.len[ti] - tAddr);
+      let logical = tgtTable.logical[ti] + (tAddr - tgtTable.addr[ti]);
+      let part = tTake;
+      while (part > 0) {
+        const si = findRun(srcTable, sAddr);
+        const sLogical = srcTable.logical[si] + (sAddr - srcTable.addr[si]);
+        if (sLogical !== logical) {
+          const holders = source.holdersOf(logical);
+          const why = holders.includes(src.loc)
+            ? `location ${src.loc} holds it at another address`
+            : `location ${src.loc} does not hold it (holders: [${holders.join(", ")}])`;
+          reject(
+            `${at}: target location ${tgt.loc} address ${tAddr} expects logical element ` +
+              `${coordText(logical, shape)}, but source location ${src.loc} address ${sAddr} ` +
+              `holds ${coordText(sLogical, shape)}; ${why}`,
+          );
+        }
+        const sTake = Math.min(part, srcTable.addr[si] + srcTable.len[si] - sAddr);
+        part -= sTake;
+        sAddr += sTake;
+        logical += sTake;
+      }
+      left -= tTake;
+      tAddr += tTake;
+    }
+  }
+}
+
+/** A segment's declared `logical_origin` must be the logical element it starts at. */
+function checkOrigin(
+  at: string,
+  raw: unknown,
+  tgt: ParsedView,
+  tgtTable: RankTable,
+  shape: readonly number[],
+): void {
+  const origin = intList(raw, () => at, 0);
+  const ti = findRun(tgtTable, tgt.offset);
+  const first = tgtTable.logical[ti] + (tgt.offset - tgtTable.addr[ti]);
+  if (coordText(first, shape) !== `[${origin.join(", ")}]`) {
+    reject(`${at}: [${origin.join(", ")}], but the segment starts at ${coordText(first, shape)}`);
+  }
+}
+
+/**
+ * Books a parameter's bytes per (source, target) location pair as local or sent and received by
+ * process; every process of the maps is listed, idle ones with 0, so the mean counts them.
+ */
+function bookTraffic(
+  acc: Accounting,
+  pairBytes: Map<number, number>,
+  pairStride: number,
+  source: SideTables,
+  target: SideTables,
+): void {
   for (const [pair, bytes] of pairBytes) {
     const sLoc = Math.floor(pair / pairStride), tLoc = pair % pairStride;
     const sp = acc.sourceProcesses?.get(sLoc);
@@ -575,8 +615,6 @@ function verifyParameter(name: string, entry: Record<string, unknown>, acc: Acco
       acc.receive.set(tk, (acc.receive.get(tk) ?? 0) + bytes);
     }
   }
-  checkExactlyOnce(at, written, total, baseList);
-  // Every process of the maps is listed, idle ones with 0, so the mean counts them.
   for (const rank of source.ranks.keys()) {
     const p = acc.sourceProcesses?.get(rank);
     const k = p !== undefined ? String(p) : `source:${rank}`;

@@ -3,6 +3,10 @@
 // guess cuts legend names that would fit ("resume-plan-local_first_leas…"), gives legends a third
 // of the image and widens charts with long subtitles. These widths come from the font's own
 // advance widths (TrueType `cmap` format 12 and `hmtx`), so layout matches the rendered text.
+// Why not resvg's metrics: resvg-wasm has no text-measuring call, only the bounding box of a whole
+// rendered SVG. Measured through it (box of "|c|" minus box of "||") the widths are the same to
+// the last bit for 79 characters tried, but each character costs one SVG parse and layout, 2–7 ms:
+// 0.1–0.5 s per process that draws charts, against microseconds for these two table look-ups.
 
 /** Advance width of a code point in em, from a TrueType font. */
 export type AdvanceWidths = (codePoint: number) => number;

@@ -9,22 +9,8 @@
 
 import { blamedPhases, culprits } from "../parity/mod.ts";
 import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
-import { alignDifference, type DifferenceRow, isIdentical } from "./difference.ts";
+import { alignDifference, type DivergencePanel, isIdentical } from "./difference.ts";
 import type { Series } from "./losses_table.ts";
-
-/** One panel of the divergence chart. */
-export interface DivergencePanel {
-  /** Panel name: the resume path, with `(= n more)` when other paths are drawn by it. */
-  label: string;
-  /** Every resume path this panel stands for, the drawn one first. */
-  phases: string[];
-  /** The path broke: a failing comparison blames it. */
-  culprit: boolean;
-  /** The comparison drawn. */
-  comparison: ComparisonSummary;
-  /** Its aligned rows (window only). */
-  rows: DifferenceRow[];
-}
 
 /** What {@link divergencePanels} found. */
 export interface DivergenceSelection {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { ComparisonSummary, PhaseSummary } from "../types/summary.ts";
-import { divergenceSpec, INSET_STEPS, insetRange } from "./divergence.ts";
+import { divergenceSpec, INSET_STEPS, insetRange } from "./difference.ts";
 import { divergencePanels } from "./divergence_panels.ts";
 import { type Series, seriesOf } from "./losses_table.ts";
 import { noiseBand } from "./run_charts.ts";

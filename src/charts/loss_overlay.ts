@@ -96,7 +96,7 @@ export interface OverlayGroup {
 const DASH_LIMIT = 150;
 
 /** Series spanning more than this ratio (max/min) get a log axis. */
-export const LOG_RANGE_RATIO = 1e3;
+const LOG_RANGE_RATIO = 1e3;
 
 /**
  * Groups series that are bit-identical (same steps, same values; NaN equals NaN) so each group

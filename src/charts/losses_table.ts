@@ -7,7 +7,7 @@
  */
 
 /** Column name prefix of repeated baselines (noise-floor runs). */
-export const REPEAT_PREFIX = "baseline-repeat-";
+const REPEAT_PREFIX = "baseline-repeat-";
 
 /** Per-step values of every phase of a run. */
 export interface LossTable {

@@ -29,7 +29,7 @@ async function loadRenderers(): Promise<void> {
 }
 
 /** Scale factor of PNG renders relative to the SVG's CSS pixels. */
-export const PNG_SCALE = 2;
+const PNG_SCALE = 2;
 
 let fontPromise: Promise<Uint8Array> | null = null;
 let wasmPromise: Promise<void> | null = null;

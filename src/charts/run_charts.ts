@@ -9,7 +9,7 @@ import { culprits } from "../parity/mod.ts";
 import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
 import type { BandPoint } from "./downsample.ts";
 import { alignDifference, differenceSpec, isIdentical } from "./difference.ts";
-import { divergenceSpec } from "./divergence.ts";
+import { divergenceSpec } from "./difference.ts";
 import { divergencePanels } from "./divergence_panels.ts";
 import { lossOverlaySpec, type OverlayDivergence } from "./loss_overlay.ts";
 import { type LossTable, repeatPhases, type Series, seriesOf } from "./losses_table.ts";

@@ -124,50 +124,15 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
   if (options.attach) {
     job.id = options.attach;
   } else {
-    await Deno.remove(join(options.dir, SLURM_FILES.exit)).catch(() => {});
-    // Secret-looking variables never reach the script on disk: sbatch gets them in its own
-    // environment and --export=ALL hands them to the job.
-    const plain: Record<string, string> = {};
-    const secret: Record<string, string> = {};
-    for (const [k, v] of Object.entries(options.env)) (isSecretName(k) ? secret : plain)[k] = v;
-    const script = join(options.dir, SLURM_FILES.script);
-    await Deno.writeTextFile(
-      script,
-      batchScript({
-        phase: options.phase,
-        argv: options.argv,
-        env: plain,
-        cwd: options.cwd,
-        exitFile: join(options.dir, SLURM_FILES.exit),
-        srun: options.slurm.srun,
-        nodes: options.slurm.nodes,
-      }),
-      { mode: 0o755 },
-    );
-    const out = await slurmClient(
-      sbatchArgv(options.slurm, {
-        jobName: `parity-${options.phase}`,
-        script,
-        stdoutPath: join(options.dir, SLURM_FILES.out),
-        stderrPath: join(options.dir, SLURM_FILES.err),
-        cwd: options.cwd,
-        timeoutS: options.timeoutS,
-      }),
-      secret,
-    );
-    if (!out.ok) return await result("failed", `sbatch failed: ${out.stderr.trim()}`);
-    try {
-      job.id = parseSbatchOutput(out.stdout);
-    } catch (e) {
-      return await result("failed", e instanceof Error ? e.message : String(e));
-    }
+    const submitted = await submitJob(options);
+    if ("failure" in submitted) return await result("failed", submitted.failure);
+    job.id = submitted.id;
     await options.onSubmit?.(job.id);
   }
   const jobId = job.id;
 
   // Supervision: an interruption cancels the job; exiting the harness cancels it at once.
-  let stopReason: "interrupted" | "timeout" | null = null;
-  let wake = () => {};
+  const watch: Watch = { stop: null, wake: () => {} };
   let markDone!: () => void;
   const done = new Promise<void>((resolve) => markDone = resolve);
   const unregister = registerLiveChild({
@@ -175,121 +140,200 @@ export async function runSlurmJob(options: SlurmJobOptions): Promise<SlurmJobRes
     argv: ["slurm-job", jobId, ...options.argv],
     startedAt: new Date(),
     interrupt: () => {
-      stopReason ??= "interrupted";
-      wake();
+      watch.stop ??= "interrupted";
+      watch.wake();
     },
     killNow: () => cancelJobNow(jobId),
     done,
   });
   try {
-    let runningSince: number | null = null;
-    let unreachable = 0;
-    let cancelledAt: number | null = null;
-    let failedSince: number | null = null;
-    for (;;) {
-      if (interruption() && stopReason === null) stopReason = "interrupted";
-      const record = await queryJob(jobId);
-      for (const pump of pumps) await pump.pump();
-      if (record === "unreachable") {
-        if (++unreachable >= MAX_UNREACHABLE) {
-          await cancelJob(jobId);
-          return await result("failed", `Slurm job ${jobId}: the controller stopped answering`);
-        }
-      } else if (record === "unknown") {
-        // Forgotten by the controller (MinJobAge): the exit-code file says how it ended.
-        const code = await readExitCode(options.dir);
-        if (stopReason !== null) break;
-        if (code === null) {
-          return await result("failed", `Slurm job ${jobId} is gone and left no exit code`);
-        }
-        const outcome = jobOutcome(jobId, code === 0 ? "COMPLETED" : "FAILED", { exitCode: code });
-        return await result(outcome.status, outcome.message, false, code);
-      } else {
-        unreachable = 0;
-        if (record.restarts > last.restarts) {
-          const where = job.nodes ? ` after running on ${job.nodes}` : "";
-          const why = record.reason && record.reason !== "None" ? ` (${record.reason})` : "";
-          const down = await unhealthyNodes(job.nodes);
-          options.onRequeue?.(
-            `Slurm job ${jobId} requeued${where} (restart ${record.restarts}): now ` +
-              `${baseState(record.state)}${why}${down ? `; ${down}` : ""}`,
-          );
-        }
-        Object.assign(last, record);
-        Object.assign(job, {
-          state: record.state,
-          reason: record.reason,
-          nodes: record.nodes || job.nodes,
-          partition: record.partition,
-        });
-        if (!isActiveState(record.state)) {
-          if (stopReason !== null) break;
-          // A running job that Slurm requeues (preemption, node failure, scontrol requeue) can
-          // show its killed attempt as FAILED before it is PENDING again: a failure counts only
-          // once it has stayed ended for FAILURE_CONFIRM_MS.
-          if (baseState(record.state) !== "COMPLETED") {
-            failedSince ??= performance.now();
-            if (performance.now() - failedSince < FAILURE_CONFIRM_MS) {
-              await new Promise((resolve) => setTimeout(resolve, options.slurm.pollS * 1000));
-              continue;
-            }
-          }
-          // A job killed with its node never finished its command: Slurm's `ExitCode=0:0` then
-          // says nothing, so only the script's own exit-code file counts.
-          const code = (await readExitCode(options.dir)) ??
-            (isInfraState(record.state) ? null : record.exitCode);
-          const outcome = jobOutcome(jobId, record.state, {
-            reason: record.reason,
-            nodes: job.nodes,
-            exitCode: code,
-          });
-          // A node failure says which node and why (`node2 DOWN+NOT_RESPONDING: Not responding`).
-          const down = outcome.infra ? await unhealthyNodes(job.nodes) : "";
-          const message = down ? `${outcome.message}; ${down}` : outcome.message;
-          return await result(outcome.status, message, outcome.infra, code);
-        }
-        failedSince = null;
-        if (baseState(record.state) === "RUNNING") runningSince ??= performance.now();
-        else if (baseState(record.state) === "PENDING") runningSince = null; // requeued
-      }
-      if (
-        stopReason === null && runningSince !== null &&
-        performance.now() - runningSince > options.timeoutS * 1000
-      ) {
-        stopReason = "timeout";
-      }
-      if (stopReason !== null) {
-        if (cancelledAt === null) {
-          cancelledAt = performance.now();
-          await cancelJob(jobId);
-        } else if (performance.now() - cancelledAt > CANCEL_WAIT_MS) {
-          break;
-        }
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, stopReason !== null ? 250 : options.slurm.pollS * 1000);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-    if (stopReason === "timeout") {
-      return await result(
-        "timeout",
-        `timed out after ${options.timeoutS} s of running: Slurm job ${jobId} cancelled`,
-      );
-    }
-    return await result(
-      "interrupted",
-      `Slurm job ${jobId} cancelled: the harness was interrupted (${
-        interruption()?.reason ?? "shutdown"
-      })`,
-    );
+    return await followJob(jobId, options, { pumps, job, last, watch, result });
   } finally {
     unregister();
     markDone();
   }
+}
+
+/** How the harness stops following a job: why (null: it does not), and how to wake its wait. */
+interface Watch {
+  stop: "interrupted" | "timeout" | null;
+  wake: () => void;
+}
+
+/** What {@link followJob} shares with {@link runSlurmJob}. */
+interface Following {
+  pumps: LogPump[];
+  /** What the result reports of the job, updated as it is polled. */
+  job: { id: string | null; state: string; reason: string; nodes: string; partition: string };
+  /** The last record polled. */
+  last: JobRecord;
+  watch: Watch;
+  result: (
+    status: ChildStatus,
+    message: string,
+    infra?: boolean,
+    exitCode?: number | null,
+  ) => Promise<SlurmJobResult>;
+}
+
+/**
+ * Polls the job until it ends, the controller stops answering, it runs past its time or the
+ * harness is interrupted (then it is cancelled and followed until it leaves the queue).
+ */
+async function followJob(
+  jobId: string,
+  options: SlurmJobOptions,
+  { pumps, job, last, watch, result }: Following,
+): Promise<SlurmJobResult> {
+  let runningSince: number | null = null;
+  let unreachable = 0;
+  let cancelledAt: number | null = null;
+  let failedSince: number | null = null;
+  for (;;) {
+    if (interruption() && watch.stop === null) watch.stop = "interrupted";
+    const record = await queryJob(jobId);
+    for (const pump of pumps) await pump.pump();
+    if (record === "unreachable") {
+      if (++unreachable >= MAX_UNREACHABLE) {
+        await cancelJob(jobId);
+        return await result("failed", `Slurm job ${jobId}: the controller stopped answering`);
+      }
+    } else if (record === "unknown") {
+      // Forgotten by the controller (MinJobAge): the exit-code file says how it ended.
+      const code = await readExitCode(options.dir);
+      if (watch.stop !== null) break;
+      if (code === null) {
+        return await result("failed", `Slurm job ${jobId} is gone and left no exit code`);
+      }
+      const outcome = jobOutcome(jobId, code === 0 ? "COMPLETED" : "FAILED", { exitCode: code });
+      return await result(outcome.status, outcome.message, false, code);
+    } else {
+      unreachable = 0;
+      if (record.restarts > last.restarts) {
+        options.onRequeue?.(await requeueNotice(jobId, record, job.nodes));
+      }
+      Object.assign(last, record);
+      Object.assign(job, {
+        state: record.state,
+        reason: record.reason,
+        nodes: record.nodes || job.nodes,
+        partition: record.partition,
+      });
+      if (!isActiveState(record.state)) {
+        if (watch.stop !== null) break;
+        // A running job that Slurm requeues (preemption, node failure, scontrol requeue) can
+        // show its killed attempt as FAILED before it is PENDING again: a failure counts only
+        // once it has stayed ended for FAILURE_CONFIRM_MS.
+        if (baseState(record.state) !== "COMPLETED") {
+          failedSince ??= performance.now();
+          if (performance.now() - failedSince < FAILURE_CONFIRM_MS) {
+            await new Promise((resolve) => setTimeout(resolve, options.slurm.pollS * 1000));
+            continue;
+          }
+        }
+        const ended = await endedJob(jobId, record, job.nodes, options.dir);
+        return await result(ended.status, ended.message, ended.infra, ended.code);
+      }
+      failedSince = null;
+      if (baseState(record.state) === "RUNNING") runningSince ??= performance.now();
+      else if (baseState(record.state) === "PENDING") runningSince = null; // requeued
+    }
+    if (
+      watch.stop === null && runningSince !== null &&
+      performance.now() - runningSince > options.timeoutS * 1000
+    ) {
+      watch.stop = "timeout";
+    }
+    if (watch.stop !== null) {
+      if (cancelledAt === null) {
+        cancelledAt = performance.now();
+        await cancelJob(jobId);
+      } else if (performance.now() - cancelledAt > CANCEL_WAIT_MS) {
+        break;
+      }
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, watch.stop !== null ? 250 : options.slurm.pollS * 1000);
+      watch.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+  if (watch.stop === "timeout") {
+    return await result(
+      "timeout",
+      `timed out after ${options.timeoutS} s of running: Slurm job ${jobId} cancelled`,
+    );
+  }
+  return await result(
+    "interrupted",
+    `Slurm job ${jobId} cancelled: the harness was interrupted (${
+      interruption()?.reason ?? "shutdown"
+    })`,
+  );
+}
+
+/** Writes the batch script and submits it: the job id, or why sbatch failed. */
+async function submitJob(options: SlurmJobOptions): Promise<{ id: string } | { failure: string }> {
+  await Deno.remove(join(options.dir, SLURM_FILES.exit)).catch(() => {});
+  // Secret-looking variables never reach the script on disk: sbatch gets them in its own
+  // environment and --export=ALL hands them to the job.
+  const plain: Record<string, string> = {};
+  const secret: Record<string, string> = {};
+  for (const [k, v] of Object.entries(options.env)) (isSecretName(k) ? secret : plain)[k] = v;
+  const script = join(options.dir, SLURM_FILES.script);
+  await Deno.writeTextFile(
+    script,
+    batchScript({
+      phase: options.phase,
+      argv: options.argv,
+      env: plain,
+      cwd: options.cwd,
+      exitFile: join(options.dir, SLURM_FILES.exit),
+      srun: options.slurm.srun,
+      nodes: options.slurm.nodes,
+    }),
+    { mode: 0o755 },
+  );
+  const out = await slurmClient(
+    sbatchArgv(options.slurm, {
+      jobName: `parity-${options.phase}`,
+      script,
+      stdoutPath: join(options.dir, SLURM_FILES.out),
+      stderrPath: join(options.dir, SLURM_FILES.err),
+      cwd: options.cwd,
+      timeoutS: options.timeoutS,
+    }),
+    secret,
+  );
+  if (!out.ok) return { failure: `sbatch failed: ${out.stderr.trim()}` };
+  try {
+    return { id: parseSbatchOutput(out.stdout) };
+  } catch (e) {
+    return { failure: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/** How a job that left the active states ended, with its exit code. */
+async function endedJob(jobId: string, record: JobRecord, nodes: string, dir: string) {
+  // A job killed with its node never finished its command: Slurm's `ExitCode=0:0` then
+  // says nothing, so only the script's own exit-code file counts.
+  const code = (await readExitCode(dir)) ?? (isInfraState(record.state) ? null : record.exitCode);
+  const outcome = jobOutcome(jobId, record.state, { reason: record.reason, nodes, exitCode: code });
+  // A node failure says which node and why (`node2 DOWN+NOT_RESPONDING: Not responding`).
+  const down = outcome.infra ? await unhealthyNodes(nodes) : "";
+  const message = down ? `${outcome.message}; ${down}` : outcome.message;
+  return { status: outcome.status, message, infra: outcome.infra, code };
+}
+
+/** The line that tells the console a job was requeued, and where it ran. */
+async function requeueNotice(jobId: string, record: JobRecord, nodes: string): Promise<string> {
+  const where = nodes ? ` after running on ${nodes}` : "";
+  const why = record.reason && record.reason !== "None" ? ` (${record.reason})` : "";
+  const down = await unhealthyNodes(nodes);
+  return `Slurm job ${jobId} requeued${where} (restart ${record.restarts}): now ` +
+    `${baseState(record.state)}${why}${down ? `; ${down}` : ""}`;
 }
 
 /** How long a job must stay FAILED (or another ended state) before the harness believes it. */

@@ -51,7 +51,7 @@ export interface BatchScriptOptions {
  * `PET_RDZV_ID`: the environment form of `--rdzv-endpoint` and `--rdzv-id`), for launchers that
  * read `MASTER_ADDR`/`MASTER_PORT`, and as `PARITY_RDZV_ENDPOINT` for everything else.
  */
-export const RENDEZVOUS_LINES: readonly string[] = [
+const RENDEZVOUS_LINES: readonly string[] = [
   "# Multi-node rendezvous on the allocation's first node (generated from Slurm's variables).",
   'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
   "MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))",

@@ -17,7 +17,7 @@ export interface JobOutcome {
 }
 
 /** States of a job that has not ended yet (a requeued job goes back through them). */
-export const ACTIVE_STATES: ReadonlySet<string> = new Set([
+const ACTIVE_STATES: ReadonlySet<string> = new Set([
   "PENDING",
   "CONFIGURING",
   "RUNNING",

@@ -2,25 +2,18 @@
  * Walks a zod 4 schema along a data path, to find the keys allowed at a place (did-you-mean for
  * unknown keys) and to decide whether a `matrix:` key names a real field.
  */
-import type { z } from "zod";
+import { z } from "zod";
 
-// deno-lint-ignore no-explicit-any
-type AnyDef = any;
-
-function defOf(schema: z.ZodType): AnyDef {
-  return (schema as unknown as { _zod: { def: AnyDef } })._zod.def;
-}
-
-/** Strips optional/default/nullable/pipe wrappers. */
+/** Strips optional/default/nullable/readonly/catch/pipe wrappers (zod's public accessors). */
 function unwrapSchema(schema: z.ZodType): z.ZodType {
   let current = schema;
   for (;;) {
-    const def = defOf(current);
     if (
-      def.type === "optional" || def.type === "default" || def.type === "nullable" ||
-      def.type === "prefault" || def.type === "readonly" || def.type === "catch"
-    ) current = def.innerType;
-    else if (def.type === "pipe") current = def.in;
+      current instanceof z.ZodOptional || current instanceof z.ZodDefault ||
+      current instanceof z.ZodNullable || current instanceof z.ZodPrefault ||
+      current instanceof z.ZodReadonly || current instanceof z.ZodCatch
+    ) current = current.unwrap() as z.ZodType;
+    else if (current instanceof z.ZodPipe) current = current.in as z.ZodType;
     else return current;
   }
 }
@@ -28,27 +21,26 @@ function unwrapSchema(schema: z.ZodType): z.ZodType {
 /** The schemas a value at `segment` below `schema` may follow (several through unions). */
 function childSchemas(schema: z.ZodType, segment: string | number): z.ZodType[] {
   const inner = unwrapSchema(schema);
-  const def = defOf(inner);
-  switch (def.type) {
-    case "object": {
-      if (typeof segment === "string" && Object.hasOwn(def.shape, segment)) {
-        return [def.shape[segment]];
-      }
-      const catchall = def.catchall;
-      if (catchall && typeof segment === "string" && defOf(catchall).type !== "never") {
-        return [catchall];
-      }
-      return [];
-    }
-    case "record":
-      return typeof segment === "string" ? [def.valueType] : [];
-    case "array":
-      return typeof segment === "number" ? [def.element] : [];
-    case "union":
-      return (def.options as z.ZodType[]).flatMap((option) => childSchemas(option, segment));
-    default:
-      return [];
+  if (inner instanceof z.ZodObject) {
+    if (typeof segment !== "string") return [];
+    if (Object.hasOwn(inner.shape, segment)) return [inner.shape[segment] as z.ZodType];
+    const catchall = inner.def.catchall as z.ZodType | undefined;
+    return catchall && !(catchall instanceof z.ZodNever) ? [catchall] : [];
   }
+  if (inner instanceof z.ZodRecord) {
+    return typeof segment === "string" ? [inner.valueType as z.ZodType] : [];
+  }
+  if (inner instanceof z.ZodArray) {
+    return typeof segment === "number" ? [inner.element as z.ZodType] : [];
+  }
+  if (inner instanceof z.ZodUnion) {
+    return unionOf(inner).flatMap((option) => childSchemas(option, segment));
+  }
+  return [];
+}
+
+function unionOf(union: z.ZodUnion): z.ZodType[] {
+  return [...union.options] as z.ZodType[];
 }
 
 /** Every schema a value at `path` may follow; empty when the path is not part of the schema. */
@@ -70,9 +62,9 @@ export function declaredKeysAt(root: z.ZodType, path: readonly (string | number)
 function declaredKeys(schemas: z.ZodType[]): string[] {
   const keys = new Set<string>();
   const visit = (schema: z.ZodType) => {
-    const def = defOf(unwrapSchema(schema));
-    if (def.type === "object") { for (const key of Object.keys(def.shape)) keys.add(key); }
-    else if (def.type === "union") { for (const option of def.options) visit(option); }
+    const inner = unwrapSchema(schema);
+    if (inner instanceof z.ZodObject) { for (const key of Object.keys(inner.shape)) keys.add(key); }
+    else if (inner instanceof z.ZodUnion) unionOf(inner).forEach(visit);
   };
   schemas.forEach(visit);
   return [...keys];
@@ -80,14 +72,13 @@ function declaredKeys(schemas: z.ZodType[]): string[] {
 
 /** Keys of `schema` (an object) whose schema is a literal equal to the value's field. */
 export function matchingLiteralKeys(schema: z.ZodType, value: unknown): number {
-  const def = defOf(unwrapSchema(schema));
-  if (def.type !== "object" || typeof value !== "object" || value === null) return 0;
+  const inner = unwrapSchema(schema);
+  if (!(inner instanceof z.ZodObject) || typeof value !== "object" || value === null) return 0;
   let count = 0;
-  for (const [key, fieldSchema] of Object.entries(def.shape as Record<string, z.ZodType>)) {
-    const fieldDef = defOf(unwrapSchema(fieldSchema));
-    if (fieldDef.type === "literal" && key in value) {
-      const actual = (value as Record<string, unknown>)[key];
-      if ((fieldDef.values as unknown[]).includes(actual)) count++;
+  for (const [key, fieldSchema] of Object.entries(inner.shape)) {
+    const field = unwrapSchema(fieldSchema as z.ZodType);
+    if (field instanceof z.ZodLiteral && key in value) {
+      if (field.values.has((value as Record<string, never>)[key])) count++;
     }
   }
   return count;
@@ -95,8 +86,8 @@ export function matchingLiteralKeys(schema: z.ZodType, value: unknown): number {
 
 /** The options of a union schema (after unwrapping), or undefined. */
 export function unionOptions(schema: z.ZodType): z.ZodType[] | undefined {
-  const def = defOf(unwrapSchema(schema));
-  return def.type === "union" ? def.options : undefined;
+  const inner = unwrapSchema(schema);
+  return inner instanceof z.ZodUnion ? unionOf(inner) : undefined;
 }
 
 /**
@@ -118,9 +109,9 @@ export function scalarKindAt(
 }
 
 function scalarKind(schema: z.ZodType): "string" | "free" | "typed" {
-  const def = defOf(unwrapSchema(schema));
-  if (def.type === "string") return "string";
-  if (def.type !== "union") return "typed";
+  const inner = unwrapSchema(schema);
+  if (inner instanceof z.ZodString) return "string";
+  if (!(inner instanceof z.ZodUnion)) return "typed";
   // A free-form key may also hold a list (`script_args`): no scalar text is read as one by
   // accident, so only the scalar options decide.
   const types = new Set(_leafTypes(schema).filter((t) => t !== "array"));
@@ -130,8 +121,6 @@ function scalarKind(schema: z.ZodType): "string" | "free" | "typed" {
 
 /** The types of a schema's options, nested unions flattened. */
 function _leafTypes(schema: z.ZodType): string[] {
-  const def = defOf(unwrapSchema(schema));
-  return def.type === "union"
-    ? (def.options as z.ZodType[]).flatMap(_leafTypes)
-    : [def.type as string];
+  const inner = unwrapSchema(schema);
+  return inner instanceof z.ZodUnion ? unionOf(inner).flatMap(_leafTypes) : [inner.type];
 }

@@ -68,25 +68,9 @@ function convertIssue(
     return;
   }
   switch (issue.code) {
-    case "unrecognized_keys": {
-      const declared = declaredKeysAt(schema, relative);
-      const allowed = declared.filter((key) => !(isRecord(value) && Object.hasOwn(value, key)));
-      for (const key of issue.keys) {
-        let hint = didYouMean(key, allowed) || didYouMean(key, declared);
-        if (hint === "") {
-          // A key one level too high (`trainer.world_size` for `trainer.args.world_size`).
-          const nested = declared.flatMap((parent) =>
-            declaredKeysAt(schema, [...relative, parent]).map((child) => `${parent}.${child}`)
-          );
-          const match = closestMatch(key, nested.map((path) => path.split(".")[1]));
-          if (match !== undefined) {
-            hint = ` (did you mean ${nested.find((path) => path.endsWith(`.${match}`))}?)`;
-          }
-        }
-        out.push({ path: formatPath([...absolute, key]), message: `unknown key${hint}` });
-      }
+    case "unrecognized_keys":
+      out.push(...unknownKeys(issue.keys, schema, relative, absolute, value));
       return;
-    }
     case "invalid_type": {
       const expected = isCustom(issue.message)
         ? issue.message
@@ -126,23 +110,9 @@ function convertIssue(
       return;
     }
     case "too_small":
-    case "too_big": {
-      if (isCustom(issue.message)) {
-        out.push({ path, message: `${issue.message}${typeof value === "number" ? got : ""}` });
-        return;
-      }
-      const bound = issue.code === "too_small" ? issue.minimum : issue.maximum;
-      const words = issue.code === "too_small"
-        ? (issue.inclusive ? "at least" : "more than")
-        : (issue.inclusive ? "at most" : "less than");
-      const unit = issue.origin === "array"
-        ? " items"
-        : issue.origin === "string"
-        ? " characters"
-        : "";
-      out.push({ path, message: `expected ${words} ${String(bound)}${unit}${got}` });
+    case "too_big":
+      out.push({ path, message: sizeMessage(issue, got, typeof value === "number") });
       return;
-    }
     case "invalid_format": {
       const message = isCustom(issue.message) ? issue.message : `expected a valid ${issue.format}`;
       out.push({ path, message: `${message}${got}` });
@@ -151,6 +121,47 @@ function convertIssue(
     default:
       out.push({ path, message: issue.message });
   }
+}
+
+/** One error per unknown key, with a did-you-mean among the keys declared there or one level down. */
+function unknownKeys(
+  keys: string[],
+  schema: z.ZodType,
+  relative: (string | number)[],
+  absolute: PropertyKey[],
+  value: unknown,
+): ValidationError[] {
+  const declared = declaredKeysAt(schema, relative);
+  const allowed = declared.filter((key) => !(isRecord(value) && Object.hasOwn(value, key)));
+  return keys.map((key) => {
+    let hint = didYouMean(key, allowed) || didYouMean(key, declared);
+    if (hint === "") {
+      // A key one level too high (`trainer.world_size` for `trainer.args.world_size`).
+      const nested = declared.flatMap((parent) =>
+        declaredKeysAt(schema, [...relative, parent]).map((child) => `${parent}.${child}`)
+      );
+      const match = closestMatch(key, nested.map((path) => path.split(".")[1]));
+      if (match !== undefined) {
+        hint = ` (did you mean ${nested.find((path) => path.endsWith(`.${match}`))}?)`;
+      }
+    }
+    return { path: formatPath([...absolute, key]), message: `unknown key${hint}` };
+  });
+}
+
+/** The message of a too-small or too-big issue; a custom one names a number it got only. */
+function sizeMessage(
+  issue: Issue & { code: "too_small" | "too_big" },
+  got: string,
+  isNumber: boolean,
+): string {
+  if (isCustom(issue.message)) return `${issue.message}${isNumber ? got : ""}`;
+  const bound = issue.code === "too_small" ? issue.minimum : issue.maximum;
+  const words = issue.code === "too_small"
+    ? (issue.inclusive ? "at least" : "more than")
+    : (issue.inclusive ? "at most" : "less than");
+  const unit = issue.origin === "array" ? " items" : issue.origin === "string" ? " characters" : "";
+  return `expected ${words} ${String(bound)}${unit}${got}`;
 }
 
 function valueExists(data: unknown, path: PropertyKey[]): boolean {

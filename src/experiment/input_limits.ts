@@ -17,11 +17,11 @@ export const MAX_NESTING_DEPTH = 64;
 /** Most YAML alias uses expanded (an alias bomb stops here). */
 export const MAX_YAML_ALIASES = 100;
 /** Most resumes in one experiment (each is a training run). */
-export const MAX_RESUMES = 64;
+const MAX_RESUMES = 64;
 /** Most plan-sync policies (each adds up to two phases). */
-export const MAX_POLICIES = 32;
+const MAX_POLICIES = 32;
 /** Most explicit comparisons. */
-export const MAX_COMPARES = 256;
+const MAX_COMPARES = 256;
 
 /**
  * How deeply `[`/`{` nest in `text`, ignoring quoted strings; stops counting (returning a value

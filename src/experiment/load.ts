@@ -1,14 +1,13 @@
 /**
  * Reading experiment files: YAML (with line:column in syntax errors, duplicate keys rejected
- * with their path) or strict JSON for `.json` files. The result is the raw parsed mapping; see
+ * with their path) or strict JSON for `.json` files, read by the same YAML reader. The result is the raw parsed mapping; see
  * `validate_experiment.ts` for overrides, matrix expansion and the schema.
  *
  * @module
  */
 
-import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
+import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import { formatPath, isRecord } from "./_path.ts";
-import { parseStrictJson } from "./_strict_json.ts";
 import { ExperimentFileError, type ValidationError } from "./validation_errors.ts";
 import {
   bracketDepth,
@@ -105,42 +104,26 @@ async function readBounded(path: string): Promise<string> {
   return new TextDecoder().decode(buffer.subarray(0, length));
 }
 
+/**
+ * JSON through the YAML reader (YAML 1.2 is a superset of JSON), so both formats share its
+ * positions and its duplicate-key check by path; its JSON schema keeps bare words to JSON's, and
+ * `JSON.parse` then refuses what only YAML allows (trailing commas, `#` comments, single quotes).
+ */
 function parseJson(text: string, source: string): unknown {
-  const result = parseStrictJson(text);
-  if (!result.ok) {
-    if (text.trim() === "") fail(source, "the file is empty");
-    const { line, column, message } = result.syntax;
-    fail(source, `JSON syntax error at line ${line}, column ${column}: ${message}`);
+  if (text.trim() === "") fail(source, "the file is empty");
+  checkedDocument(text, source, "JSON");
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const message = (error as Error).message;
+    const at = /\(line (\d+) column (\d+)\)/.exec(message);
+    const what = message.replace(/ (?:in JSON )?at position.*$|, ".*$/s, "");
+    fail(source, `JSON syntax error${at ? ` at line ${at[1]}, column ${at[2]}` : ""}: ${what}`);
   }
-  if (result.duplicates.length > 0) {
-    throw new ExperimentFileError(
-      source,
-      result.duplicates.map((d) => ({
-        path: d.path ?? "",
-        message: `duplicate key (line ${d.line}, column ${d.column})`,
-      })),
-    );
-  }
-  return result.value;
 }
 
 function parseYaml(text: string, source: string): unknown {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, {
-    uniqueKeys: false, // duplicates are found below, with their path
-    merge: true,
-    prettyErrors: true,
-    lineCounter,
-  });
-  const syntax = doc.errors.map((error): ValidationError => {
-    const firstLine = error.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
-    const where = error.linePos?.[0];
-    const at = where ? ` at line ${where.line}, column ${where.col}` : "";
-    return { path: "", message: `YAML syntax error${at}: ${firstLine}` };
-  });
-  if (syntax.length > 0) throw new ExperimentFileError(source, syntax);
-  const duplicates = findDuplicateKeys(doc.contents, lineCounter);
-  if (duplicates.length > 0) throw new ExperimentFileError(source, duplicates);
+  const doc = checkedDocument(text, source, "YAML");
   try {
     return doc.toJS({ maxAliasCount: MAX_YAML_ALIASES });
   } catch (error) {
@@ -149,6 +132,28 @@ function parseYaml(text: string, source: string): unknown {
     }
     throw error;
   }
+}
+
+/** The parsed document, once it has no syntax error (with line:column) and no duplicate key. */
+function checkedDocument(text: string, source: string, format: "YAML" | "JSON"): Document {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, {
+    uniqueKeys: false, // duplicates are found below, with their path
+    merge: format === "YAML",
+    schema: format === "JSON" ? "json" : "core",
+    prettyErrors: true,
+    lineCounter,
+  });
+  const syntax = doc.errors.map((error): ValidationError => {
+    const firstLine = error.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
+    const where = error.linePos?.[0];
+    const at = where ? ` at line ${where.line}, column ${where.col}` : "";
+    return { path: "", message: `${format} syntax error${at}: ${firstLine}` };
+  });
+  if (syntax.length > 0) throw new ExperimentFileError(source, syntax);
+  const duplicates = findDuplicateKeys(doc.contents, lineCounter);
+  if (duplicates.length > 0) throw new ExperimentFileError(source, duplicates);
+  return doc;
 }
 
 /** Every repeated key of every mapping, at its own path, with both positions. */

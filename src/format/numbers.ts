@@ -9,13 +9,13 @@
 import type { ComparisonSummary } from "../types/summary.ts";
 
 /** Shown for a missing value. */
-export const MISSING = "—";
+const MISSING = "—";
 
 /**
  * The digit-group separator: U+202F NARROW NO-BREAK SPACE, so `18 156` never wraps inside a table
  * cell and is not read as two numbers or as a decimal comma.
  */
-export const GROUP_SEPARATOR = "\u202f";
+const GROUP_SEPARATOR = "\u202f";
 
 /** Binary byte units, smallest first. */
 export const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] as const;

@@ -11,7 +11,7 @@
  */
 
 import { SeriesBuilder } from "./_builder.ts";
-import { unreadable } from "./jsonl.ts";
+import { parseSources, readSources } from "./_sources.ts";
 import { type MetricSeries, READER_CODES, type ReadOptions } from "./series.ts";
 
 const NON_FINITE = /^\s*([+-]?)(nan|inf|infinity)\s*$/i;
@@ -20,7 +20,7 @@ const NON_FINITE = /^\s*([+-]?)(nan|inf|infinity)\s*$/i;
  * The run configuration a csv_monitor may write next to its metric files (`key,value` rows; newer
  * DeepSpeed versions, `csvMonitor.update_config`). Not a metric: skipped when reading a folder.
  */
-export const CONFIG_CSV = "deepspeed_config.csv";
+const CONFIG_CSV = "deepspeed_config.csv";
 
 /** One CSV file's text with the name it is known by (for diagnostics). */
 export interface CsvSource {
@@ -32,44 +32,21 @@ export interface CsvSource {
 
 /** Parses csv_monitor texts (one per file) into one series. */
 export function parseDeepspeedCsv(sources: CsvSource[], options: ReadOptions = {}): MetricSeries {
-  const builder = new SeriesBuilder(options.loss);
   // csv_monitor writes engine.global_samples in the step column unless the caller logged steps.
-  const unit = options.step_unit ?? "samples";
-  const perStep = options.samples_per_step;
-  builder.checkSamplesPerStep(unit, perStep);
-  for (const source of sources) {
-    builder.startSource();
-    readOne(builder, source, unit === "samples" ? perStep : undefined);
-  }
-  return builder.finish();
+  return parseSources(sources, options, "samples", readOne);
 }
 
 /** Reads a csv_monitor folder (every `*.csv` in it, sorted by name) or a single CSV file. */
-export async function readDeepspeedCsv(
+export function readDeepspeedCsv(
   path: string,
   options: ReadOptions = {},
 ): Promise<MetricSeries> {
-  const sources: CsvSource[] = [];
-  try {
-    const info = await Deno.stat(path);
-    if (info.isDirectory) {
-      const names: string[] = [];
-      for await (const entry of Deno.readDir(path)) {
-        if (entry.isFile && entry.name.endsWith(".csv") && entry.name !== CONFIG_CSV) {
-          names.push(entry.name);
-        }
-      }
-      names.sort();
-      for (const name of names) {
-        sources.push({ name, text: await Deno.readTextFile(`${path}/${name}`) });
-      }
-    } else {
-      sources.push({ name: path.split("/").pop() ?? path, text: await Deno.readTextFile(path) });
-    }
-  } catch (error) {
-    return unreadable(path, error);
-  }
-  return parseDeepspeedCsv(sources, options);
+  return readSources(
+    path,
+    (name) => name.endsWith(".csv") && name !== CONFIG_CSV,
+    async (name, file): Promise<CsvSource> => ({ name, text: await Deno.readTextFile(file) }),
+    (sources) => parseDeepspeedCsv(sources, options),
+  );
 }
 
 function readOne(builder: SeriesBuilder, source: CsvSource, perStep: number | undefined): void {

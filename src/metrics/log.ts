@@ -8,7 +8,7 @@
  */
 
 import { SeriesBuilder } from "./_builder.ts";
-import { unreadable } from "./jsonl.ts";
+import { readSources } from "./_sources.ts";
 import { emptySeries, type MetricSeries, READER_CODES } from "./series.ts";
 
 /**
@@ -86,14 +86,13 @@ export function parseLog(text: string, pattern: string = DEFAULT_LOG_PATTERN): M
 }
 
 /** Reads a log file with `pattern`. */
-export async function readLog(path: string, pattern?: string): Promise<MetricSeries> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(path);
-  } catch (error) {
-    return unreadable(path, error);
-  }
-  return parseLog(text, pattern);
+export function readLog(path: string, pattern?: string): Promise<MetricSeries> {
+  return readSources(
+    path,
+    null,
+    (_name, file) => Deno.readTextFile(file),
+    ([text]) => parseLog(text, pattern),
+  );
 }
 
 function badPattern(message: string): MetricSeries {

@@ -12,7 +12,7 @@
 
 import { SeriesBuilder } from "./_builder.ts";
 import { decodeFields, float32At, float64At, maskedCrc32c, toInt64 } from "./_protobuf.ts";
-import { unreadable } from "./jsonl.ts";
+import { parseSources, readSources } from "./_sources.ts";
 import { type MetricSeries, READER_CODES, type ReadOptions } from "./series.ts";
 
 /** One event file's bytes with the name shown in diagnostics. */
@@ -33,41 +33,20 @@ export function parseTensorboard(
   sources: EventFileSource[],
   options: ReadOptions = {},
 ): MetricSeries {
-  const builder = new SeriesBuilder(options.loss);
-  const unit = options.step_unit ?? "step";
-  const perStep = options.samples_per_step;
-  builder.checkSamplesPerStep(unit, perStep);
-  for (const source of sources) {
-    builder.startSource();
-    readOne(builder, source, unit === "samples" ? perStep : undefined);
-  }
-  return builder.finish();
+  return parseSources(sources, options, "step", readOne);
 }
 
 /** Reads an event file, or every `*tfevents*` file of a folder. */
-export async function readTensorboard(
+export function readTensorboard(
   path: string,
   options: ReadOptions = {},
 ): Promise<MetricSeries> {
-  const sources: EventFileSource[] = [];
-  try {
-    const info = await Deno.stat(path);
-    if (info.isDirectory) {
-      const names: string[] = [];
-      for await (const entry of Deno.readDir(path)) {
-        if (entry.isFile && entry.name.includes("tfevents")) names.push(entry.name);
-      }
-      names.sort();
-      for (const name of names) {
-        sources.push({ name, bytes: await Deno.readFile(`${path}/${name}`) });
-      }
-    } else {
-      sources.push({ name: path.split("/").pop() ?? path, bytes: await Deno.readFile(path) });
-    }
-  } catch (error) {
-    return unreadable(path, error);
-  }
-  return parseTensorboard(sources, options);
+  return readSources(
+    path,
+    (name) => name.includes("tfevents"),
+    async (name, file): Promise<EventFileSource> => ({ name, bytes: await Deno.readFile(file) }),
+    (sources) => parseTensorboard(sources, options),
+  );
 }
 
 function readOne(

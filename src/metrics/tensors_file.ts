@@ -20,7 +20,7 @@ import { type EventRecord, type MetricSeries, READER_CODES } from "./series.ts";
 export const TENSORS_ERROR_FIELD = "tensors_error";
 
 /** Largest sidecar read (64 MiB: about half a million tensor entries). */
-export const MAX_TENSORS_FILE_BYTES = 64 << 20;
+const MAX_TENSORS_FILE_BYTES = 64 << 20;
 
 /**
  * Resolves the `tensors_file` of every event in `series` against `folder` (the metrics file's

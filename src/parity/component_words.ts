@@ -10,7 +10,7 @@
 import type { StateCheckSummary } from "../types/summary.ts";
 
 /** Per framework: component -> what it is in that framework's words. */
-export const COMPONENT_WORDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+const COMPONENT_WORDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   deepspeed: {
     params: "the fp32 master",
     module_weights: "the bf16/fp16 module weights",

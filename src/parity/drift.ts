@@ -71,6 +71,69 @@ export function ulp32(x: number): number {
   return Math.pow(2, exp - 23);
 }
 
+/** The aligned steps of a drift comparison and the two sides' values. */
+interface Aligned {
+  steps: number[];
+  xs: number[];
+  ys: number[];
+}
+
+/** The early window: within `earlyUlp` float32 ULPs of `a`, or within the noise it allows. */
+function testEarlyWindow(d: Aligned, early: number, o: DriftOptions, metric: string) {
+  const { steps, xs, ys } = d;
+  let max = 0;
+  let index = -1;
+  let failure: DriftFailure | undefined;
+  for (let i = 0; i < early; i++) {
+    const u = Math.abs(ys[i] - xs[i]) / ulp32(xs[i]);
+    if (u > max) max = u;
+    const noiseAllows = Math.abs(ys[i] - xs[i]) <= o.earlyRel * Math.abs(xs[i]) + (o.earlyAbs ?? 0);
+    if (u > o.earlyUlp && !noiseAllows && index < 0) {
+      index = i;
+      failure = {
+        test: "early",
+        metric,
+        step: steps[i],
+        measured: u,
+        bound: o.earlyUlp,
+        abs_diff: Math.abs(ys[i] - xs[i]),
+      };
+    }
+  }
+  return { max, index, failure };
+}
+
+/** After the early window: |b − a| within `envelopeFactor` × the median step-to-step change. */
+function testEnvelope(
+  d: Aligned,
+  early: number,
+  noise: number,
+  o: DriftOptions,
+  metric: string,
+) {
+  const { steps, xs, ys } = d;
+  let max = 0;
+  let index = -1;
+  let failure: DriftFailure | undefined;
+  for (let i = early; i < steps.length; i++) {
+    const ratio = noise > 0 ? Math.abs(ys[i] - xs[i]) / noise : ys[i] === xs[i] ? 0 : Infinity;
+    if (ratio > max) max = ratio;
+    if (ratio > o.envelopeFactor && index < 0) {
+      index = i;
+      failure = {
+        test: "envelope",
+        metric,
+        step: steps[i],
+        measured: Math.abs(ys[i] - xs[i]),
+        bound: o.envelopeFactor * noise,
+        abs_diff: Math.abs(ys[i] - xs[i]),
+        envelope_factor: o.envelopeFactor,
+      };
+    }
+  }
+  return { max, index, failure };
+}
+
 /** Runs the drift lane on one metric of two series. */
 export function compareDrift(
   a: MetricSeries,
@@ -102,43 +165,12 @@ export function compareDrift(
   const noise = medianStepChange(xs);
   const envelope = o.envelopeFactor * noise;
 
+  const earlyTest = testEarlyWindow({ steps, xs, ys }, early, o, metric);
+  const earlyMax = earlyTest.max;
+  const envelopeTest = testEnvelope({ steps, xs, ys }, early, noise, o, metric);
+  const maxRatio = envelopeTest.max;
   let firstStep: number | null = null;
-  let firstIndex = -1;
-  let failure: DriftFailure | undefined;
-  let earlyMax = 0;
-  for (let i = 0; i < early; i++) {
-    const u = Math.abs(ys[i] - xs[i]) / ulp32(xs[i]);
-    if (u > earlyMax) earlyMax = u;
-    const noiseAllows = Math.abs(ys[i] - xs[i]) <= o.earlyRel * Math.abs(xs[i]) + (o.earlyAbs ?? 0);
-    if (u > o.earlyUlp && !noiseAllows && firstIndex < 0) {
-      firstIndex = i;
-      failure = {
-        test: "early",
-        metric,
-        step: steps[i],
-        measured: u,
-        bound: o.earlyUlp,
-        abs_diff: Math.abs(ys[i] - xs[i]),
-      };
-    }
-  }
-  let maxRatio = 0;
-  for (let i = early; i < n; i++) {
-    const ratio = noise > 0 ? Math.abs(ys[i] - xs[i]) / noise : ys[i] === xs[i] ? 0 : Infinity;
-    if (ratio > maxRatio) maxRatio = ratio;
-    if (ratio > o.envelopeFactor && firstIndex < 0) {
-      firstIndex = i;
-      failure = {
-        test: "envelope",
-        metric,
-        step: steps[i],
-        measured: Math.abs(ys[i] - xs[i]),
-        bound: envelope,
-        abs_diff: Math.abs(ys[i] - xs[i]),
-        envelope_factor: o.envelopeFactor,
-      };
-    }
-  }
+  let { index: firstIndex, failure } = earlyTest.index >= 0 ? earlyTest : envelopeTest;
   const bias = biasTest(steps, xs, ys, early, o);
   if (bias.failsAt !== null && firstIndex < 0) {
     firstIndex = steps.indexOf(bias.failsAt);
@@ -318,9 +350,9 @@ function biasTest(
 export const BIAS_FLOOR_ULP = 16;
 
 /** Fewest steps per block of a short long window's bias test. */
-export const SHORT_BLOCK_STEPS = 4;
+const SHORT_BLOCK_STEPS = 4;
 /** Fewest blocks of a short long window's bias test (4 degrees of freedom). */
-export const MIN_SHORT_BLOCKS = 5;
+const MIN_SHORT_BLOCKS = 5;
 
 /**
  * How many blocks the bias test cuts a long window of `n` steps into, and the |t| limit there:

@@ -70,32 +70,8 @@ export function resolveTolerance(
  */
 export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
   const diagnostics: Diagnostic[] = [];
-  const series = new Map<string, MetricSeries>();
   const phases = new Map(input.phases.map((p) => [p.name, p]));
-  const ordered = [
-    ...input.phases.filter((p) => p.role === "baseline"),
-    ...input.phases.filter((p) => p.role !== "baseline"),
-  ];
-  for (const phase of ordered) {
-    if (phase.metricsPath === undefined) {
-      if (phase.status === "ok" && TRAINING_ROLES.has(phase.role)) {
-        diagnostics.push({
-          level: "error",
-          code: READER_CODES.missing,
-          phase: phase.name,
-          message: `phase ${phase.name} completed but names no metrics source`,
-        });
-      }
-      continue;
-    }
-    const read = await (phase.series ?? readMetrics(phase.metricsPath, { ...phase.metrics }));
-    if (phase.status === "ok") {
-      series.set(phase.name, read);
-      for (const d of read.diagnostics) diagnostics.push({ ...d, phase: phase.name });
-    } else if (read.steps.length > 0) {
-      series.set(phase.name, read); // partial curves still help the charts
-    }
-  }
+  const series = await readPhaseSeries(input.phases, diagnostics);
   const judged = (name: string): MetricSeries | undefined =>
     phases.get(name)?.status === "ok" ? series.get(name) : undefined;
 
@@ -151,6 +127,85 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
   }
 
   const split = input.phases.find((p) => p.role === "split");
+  const state_checks = stateChecks(input, { split, baseline, judged, diagnostics });
+  diagnostics.push(...checkResumedSteps(input.steps, input.saveAt));
+  const named = (p: PhaseEvidence | undefined) =>
+    p === undefined ? undefined : { name: p.name, series: judged(p.name) };
+  diagnostics.push(
+    ...checkAccumulation(named(split), named(baseline), input.steps, input.saveAt, input.gradAccum),
+  );
+  for (const resume of input.phases.filter((p) => p.role === "resume" && p.status === "ok")) {
+    diagnostics.push(
+      ...checkLrSchedule(
+        named(baseline),
+        { name: resume.name, series: judged(resume.name) },
+        resume.fromStep ?? input.saveAt,
+      ),
+    );
+  }
+
+  return {
+    verdict: metricsVerdict({ comparisons, state_checks, diagnostics }),
+    comparisons,
+    state_checks,
+    noise_floor: noise.summary,
+    diagnostics,
+    series,
+  };
+}
+
+/**
+ * Reads every phase's metrics, baselines first: a completed phase's series and reader
+ * diagnostics, an incomplete one's partial curve (for the charts) without them.
+ */
+async function readPhaseSeries(
+  phases: readonly PhaseEvidence[],
+  diagnostics: Diagnostic[],
+): Promise<Map<string, MetricSeries>> {
+  const series = new Map<string, MetricSeries>();
+  const ordered = [
+    ...phases.filter((p) => p.role === "baseline"),
+    ...phases.filter((p) => p.role !== "baseline"),
+  ];
+  for (const phase of ordered) {
+    if (phase.metricsPath === undefined) {
+      if (phase.status === "ok" && TRAINING_ROLES.has(phase.role)) {
+        diagnostics.push({
+          level: "error",
+          code: READER_CODES.missing,
+          phase: phase.name,
+          message: `phase ${phase.name} completed but names no metrics source`,
+        });
+      }
+      continue;
+    }
+    const read = await (phase.series ?? readMetrics(phase.metricsPath, { ...phase.metrics }));
+    if (phase.status === "ok") {
+      series.set(phase.name, read);
+      for (const d of read.diagnostics) diagnostics.push({ ...d, phase: phase.name });
+    } else if (read.steps.length > 0) {
+      series.set(phase.name, read); // partial curves still help the charts
+    }
+  }
+  return series;
+}
+
+/** What {@link stateChecks} reads beyond the input. */
+interface StateCheckContext {
+  split: PhaseEvidence | undefined;
+  baseline: PhaseEvidence | undefined;
+  judged: (name: string) => MetricSeries | undefined;
+  diagnostics: Diagnostic[];
+}
+
+/**
+ * The restore check of every resume and, where the baseline or the split reported its state at
+ * the save step, the save check first; otherwise a note that the save went unjudged.
+ */
+function stateChecks(
+  input: EvaluationInput,
+  { split, baseline, judged, diagnostics }: StateCheckContext,
+): StateCheckSummary[] {
   const incomplete = (phase: string, check?: "save"): StateCheckSummary => ({
     phase,
     ...(check ? { check } : {}),
@@ -202,31 +257,7 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
         "captured the wrong state would pass its restore checks",
     });
   }
-
-  diagnostics.push(...checkResumedSteps(input.steps, input.saveAt));
-  const named = (p: PhaseEvidence | undefined) =>
-    p === undefined ? undefined : { name: p.name, series: judged(p.name) };
-  diagnostics.push(
-    ...checkAccumulation(named(split), named(baseline), input.steps, input.saveAt, input.gradAccum),
-  );
-  for (const resume of input.phases.filter((p) => p.role === "resume" && p.status === "ok")) {
-    diagnostics.push(
-      ...checkLrSchedule(
-        named(baseline),
-        { name: resume.name, series: judged(resume.name) },
-        resume.fromStep ?? input.saveAt,
-      ),
-    );
-  }
-
-  return {
-    verdict: metricsVerdict({ comparisons, state_checks, diagnostics }),
-    comparisons,
-    state_checks,
-    noise_floor: noise.summary,
-    diagnostics,
-    series,
-  };
+  return state_checks;
 }
 
 /**
@@ -370,42 +401,8 @@ export function judgeSeries(
     atol: plan.atol ?? context.tolerance.atol,
     maxFailures: plan.max_failures ?? context.tolerance.max_failures,
   };
-  const runLane = (allow: { atol: number; rtol: number } | null): LaneResult => {
-    if (plan.lane === "drift") {
-      const drift = driftSettings(context);
-      return compareDrift(a, b, {
-        metric: plan.metric,
-        window,
-        names: [plan.a, plan.b],
-        drift: allow === null
-          ? drift
-          : { ...drift, earlyRel: drift.earlyRel + allow.rtol, earlyAbs: allow.atol },
-      });
-    }
-    const names: [string, string] = [plan.a, plan.b];
-    if (allow === null) {
-      return compareLane(a, b, {
-        lane: plan.lane,
-        metric: plan.metric,
-        window,
-        names,
-        ...tolerance,
-      });
-    }
-    // At the rounding precision: a difference beyond the rounding step is real.
-    const own = plan.lane === "tolerance" ? tolerance : { rtol: 0, atol: 0, maxFailures: 0 };
-    const precise = compareLane(a, b, {
-      lane: "tolerance",
-      metric: plan.metric,
-      window,
-      names,
-      rtol: own.rtol + allow.rtol,
-      atol: own.atol + allow.atol,
-      maxFailures: own.maxFailures,
-    });
-    return { ...precise, lane: plan.lane };
-  };
-  const lane = runLane(null);
+  const series: LaneSeries = { plan, a, b, window, context, tolerance };
+  const lane = runLane(series, null);
   const result: ComparisonSummary = {
     name: plan.name,
     a: plan.a,
@@ -427,7 +424,7 @@ export function judgeSeries(
     facts.rounded = {
       sides,
       step: `±${allow.atol.toPrecision(2)} + ${allow.rtol.toPrecision(2)}·|x|`,
-      precise: judgeable ? null : runLane(allow),
+      precise: judgeable ? null : runLane(series, allow),
     };
     for (const [i, name] of [plan.a, plan.b].entries()) {
       if (rounding[i] === null) continue;
@@ -453,6 +450,59 @@ export function judgeSeries(
     if (codes.length > 0) facts.inputErrors.push({ phase: name, codes });
   }
   return applyEvidenceRules(result, facts);
+}
+
+/** One comparison's two series and settings, for {@link runLane}. */
+interface LaneSeries {
+  plan: PlannedComparison;
+  a: MetricSeries;
+  b: MetricSeries;
+  window: Float64Array | StepRange;
+  context: JudgeOptions;
+  tolerance: { rtol: number; atol: number; maxFailures: number };
+}
+
+/**
+ * Runs the comparison's lane; `allow`: the rounding step of rounded metrics, which a difference
+ * must pass to be real (null: none).
+ */
+function runLane(
+  { plan, a, b, window, context, tolerance }: LaneSeries,
+  allow: { atol: number; rtol: number } | null,
+): LaneResult {
+  if (plan.lane === "drift") {
+    const drift = driftSettings(context);
+    return compareDrift(a, b, {
+      metric: plan.metric,
+      window,
+      names: [plan.a, plan.b],
+      drift: allow === null
+        ? drift
+        : { ...drift, earlyRel: drift.earlyRel + allow.rtol, earlyAbs: allow.atol },
+    });
+  }
+  const names: [string, string] = [plan.a, plan.b];
+  if (allow === null) {
+    return compareLane(a, b, {
+      lane: plan.lane,
+      metric: plan.metric,
+      window,
+      names,
+      ...tolerance,
+    });
+  }
+  // At the rounding precision: a difference beyond the rounding step is real.
+  const own = plan.lane === "tolerance" ? tolerance : { rtol: 0, atol: 0, maxFailures: 0 };
+  const precise = compareLane(a, b, {
+    lane: "tolerance",
+    metric: plan.metric,
+    window,
+    names,
+    rtol: own.rtol + allow.rtol,
+    atol: own.atol + allow.atol,
+    maxFailures: own.maxFailures,
+  });
+  return { ...precise, lane: plan.lane };
 }
 
 /** Whether the rounding step stays within the tolerance over the range of `|a|` in the window. */

@@ -13,7 +13,7 @@ import { PARITY_CODES } from "./codes.ts";
 import type { LaneResult } from "./lanes.ts";
 
 /** Codes of the lane's own evidence situations (the diagnostic codes live in `codes.ts`). */
-export const EVIDENCE_CODES = {
+const EVIDENCE_CODES = {
   /** A window step is missing on one side: FAIL. */
   stepMissing: "step-missing",
   /** A window step is missing from both sides: no evidence, ERROR unless another step fails. */

@@ -126,6 +126,17 @@ function orderedF32(x: number): number {
   return bits < 0 ? -(bits & 0x7fffffff) : bits;
 }
 
+/**
+ * The steps of a window: the listed ones (`explicit`), or the `count` whole steps from `origin`.
+ */
+function windowSteps(
+  window: Float64Array | StepRange,
+): { explicit: Float64Array | null; origin: number; count: number } {
+  if (window instanceof Float64Array) return { explicit: window, origin: 0, count: window.length };
+  const origin = Math.ceil(window.from);
+  return { explicit: null, origin, count: Math.max(0, Math.floor(window.to) - origin + 1) };
+}
+
 /** Runs one lane; see the module doc for the rules. */
 export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptions): LaneResult {
   const metric = options.metric ?? "loss";
@@ -134,12 +145,7 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     ? toleranceSettings(options)
     : {};
   const [nameA, nameB] = options.names ?? ["a", "b"];
-  const explicit = options.window instanceof Float64Array ? options.window : null;
-  const range = options.window as StepRange;
-  const origin = explicit === null ? Math.ceil(range.from) : 0;
-  const count = explicit !== null
-    ? explicit.length
-    : Math.max(0, Math.floor(range.to) - Math.ceil(range.from) + 1);
+  const { explicit, origin, count } = windowSteps(options.window);
   const stepAt = (w: number) => (explicit === null ? origin + w : explicit[w]);
   const exact = lane === "exact";
 
@@ -154,23 +160,7 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
 
   let ia = 0;
   let ib = 0;
-  let failures = 0;
-  let missing = 0;
-  let nonFinite = 0;
-  let bothNonFinite = 0;
-  let bothMissing = 0;
-  let firstBoth = -1; // index into window of the first step with no evidence on either side
-  let firstFail = -1; // index into window
-  let firstA: number | null = null;
-  let firstB: number | null = null;
-  let firstKind = "";
-  let finiteCount = 0;
-  let sumAbs = 0;
-  let maxAbs = 0;
-  let maxRel = 0;
-  let maxUlp = 0;
-  let maxUlp32 = 0;
-  let allF32 = true;
+  const t = new LaneTally();
 
   for (let w = 0; w < count; w++) {
     const step = explicit === null ? origin + w : explicit[w];
@@ -180,19 +170,19 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     const hasB = ib < nb && stepsB[ib] === step && presentB[ib] === 1;
     if (!hasA && !hasB) {
       // Neither side logged it: nothing diverged that the metric can show, as for NaN on both.
-      bothMissing++;
-      if (firstBoth < 0) firstBoth = w;
+      t.bothMissing++;
+      if (t.firstBoth < 0) t.firstBoth = w;
       continue;
     }
     if (!hasA || !hasB) {
-      missing++;
-      failures++;
-      if (firstFail < 0) {
-        firstFail = w;
-        firstA = hasA ? valuesA[ia] : null;
-        firstB = hasB ? valuesB[ib] : null;
-        firstKind = `missing from ${hasA ? nameB : nameA}`;
-      }
+      t.missing++;
+      t.failures++;
+      t.first ??= {
+        w,
+        a: hasA ? valuesA[ia] : null,
+        b: hasB ? valuesB[ib] : null,
+        kind: `missing from ${hasA ? nameB : nameA}`,
+      };
       continue;
     }
     const x = valuesA[ia];
@@ -200,92 +190,54 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     // NaN fails x - x === 0; so does ±Infinity.
     if (x - x !== 0 && y - y !== 0) {
       // Nothing diverged that the metric can show: no evidence, not a failure.
-      bothNonFinite++;
-      if (firstBoth < 0) firstBoth = w;
+      t.bothNonFinite++;
+      if (t.firstBoth < 0) t.firstBoth = w;
       continue;
     }
     if (x - x !== 0 || y - y !== 0) {
-      nonFinite++;
-      failures++;
-      if (firstFail < 0) {
-        firstFail = w;
-        firstA = x;
-        firstB = y;
-        firstKind = `not finite (${nameA}=${x}, ${nameB}=${y})`;
-      }
+      t.nonFinite++;
+      t.failures++;
+      t.first ??= { w, a: x, b: y, kind: `not finite (${nameA}=${x}, ${nameB}=${y})` };
       continue;
     }
-    finiteCount++;
-    if (x === y) {
-      if (allF32 && Math.fround(x) !== x) allF32 = false;
-      continue;
-    }
-    const diff = Math.abs(y - x);
-    sumAbs += diff;
-    if (diff > maxAbs) maxAbs = diff;
-    const ax = Math.abs(x);
-    const rel = ax === 0 ? Number.POSITIVE_INFINITY : diff / ax;
-    if (rel > maxRel) maxRel = rel;
-    // Inlined ulpDistance64 (exact below 2^53; beyond that the BigInt definition decides).
-    pair[0] = x;
-    pair[1] = y;
-    const hx = words[HI];
-    const hy = words[2 + HI];
-    let ulp = hx >= SIGN === hy >= SIGN
-      ? Math.abs((hx - hy) * TWO_32 + (words[LO] - words[2 + LO]))
-      : ((hx & 0x7fffffff) + (hy & 0x7fffffff)) * TWO_32 + (words[LO] + words[2 + LO]);
-    if (ulp >= Number.MAX_SAFE_INTEGER) ulp = ulpDistance64(x, y);
-    if (ulp > maxUlp) maxUlp = ulp;
-    if (allF32) {
-      if (Math.fround(x) === x && Math.fround(y) === y) {
-        const u = Math.abs(orderedF32(x) - orderedF32(y));
-        if (u > maxUlp32) maxUlp32 = u;
-      } else allF32 = false;
-    }
-    const fails = exact || diff > atol + rtol * ax;
-    if (fails) {
-      failures++;
-      if (firstFail < 0) {
-        firstFail = w;
-        firstA = x;
-        firstB = y;
-        firstKind = exact
-          ? `${nameA}=${x}, ${nameB}=${y}, ${ulpPhrase(x, y, ulp)}`
-          : `${nameA}=${x}, ${nameB}=${y}, outside the tolerance by |b-a|=${diff}, rel ${rel}`;
-      }
+    const ulp = t.add(x, y);
+    if (ulp === 0) continue; // equal
+    if (exact || t.diff > atol + rtol * Math.abs(x)) {
+      t.failures++;
+      t.first ??= {
+        w,
+        a: x,
+        b: y,
+        kind: `${nameA}=${x}, ${nameB}=${y}, ` +
+          (exact ? ulpPhrase(x, y, ulp) : `outside the tolerance by |b-a|=${t.diff}, rel ${t.rel}`),
+      };
     }
   }
 
-  const compared = count;
-  const firstStep = compared > 0 ? stepAt(0) : null;
-  const lastStep = compared > 0 ? stepAt(compared - 1) : null;
-  const result: LaneResult = {
-    lane,
-    verdict: "PASS",
-    first_step: firstStep,
-    last_step: lastStep,
-    compared,
-    first_divergent_step: firstFail >= 0 ? stepAt(firstFail) : null,
-    last_matching_step: firstFail > 0 ? stepAt(firstFail - 1) : firstFail === 0 ? null : lastStep,
-    max_abs: finiteCount > 0 ? maxAbs : null,
-    mean_abs: finiteCount > 0 ? sumAbs / finiteCount : null,
-    max_rel: finiteCount > 0 ? maxRel : null,
-    max_ulp: finiteCount > 0 ? maxUlp : null,
-    max_ulp_f32: finiteCount > 0 && allF32 ? maxUlp32 : null,
-    divergence: firstFail >= 0
-      ? { step: stepAt(firstFail), a: jsonNumber(firstA), b: jsonNumber(firstB) }
-      : null,
-    failures,
-    missing_steps: missing,
-    non_finite: nonFinite,
-  };
-  if (bothNonFinite > 0) result.both_non_finite = bothNonFinite;
-  if (bothMissing > 0) result.both_missing = bothMissing;
-  if (!exact) {
-    result.rtol = rtol;
-    result.atol = atol;
-    result.max_failures = budget;
-  }
+  return t.result(lane, metric, count, stepAt, exact ? null : { rtol, atol, budget });
+}
+
+/** What {@link judgeLane} needs beyond the result's counts. */
+interface LaneFirsts {
+  metric: string;
+  /** What the first failing step shows. */
+  firstKind: string;
+  firstFailStep: number | null;
+  /** The first step with no evidence on either side. */
+  firstBothStep: number | null;
+}
+
+/** Sets a lane result's verdict and the sentence that says why, from its counts. */
+function judgeLane(result: LaneResult, t: LaneFirsts): void {
+  const { metric, firstKind } = t;
+  const { compared, first_step: firstStep, last_step: lastStep } = result;
+  const failures = result.failures ?? 0;
+  const missing = result.missing_steps ?? 0;
+  const nonFinite = result.non_finite ?? 0;
+  const bothNonFinite = result.both_non_finite ?? 0;
+  const bothMissing = result.both_missing ?? 0;
+  const exact = result.lane === "exact";
+  const { rtol, atol, max_failures: budget = 0 } = result;
   const span = compared > 0 ? `steps ${firstStep}..${lastStep}` : "";
   if (compared === 0) {
     result.verdict = "ERROR";
@@ -295,29 +247,27 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     const parts = [];
     if (missing > 0) parts.push(`${missing} missing`);
     if (nonFinite > 0) parts.push(`${nonFinite} NaN/infinite`);
-    result.reason = `${metric} first fails at step ${stepAt(firstFail)} (${firstKind}); ${
+    result.reason = `${metric} first fails at step ${t.firstFailStep} (${firstKind}); ${
       parts.join(" and ")
     } of ${compared} window steps (${span}), and such steps always fail.`;
   } else if (bothNonFinite + bothMissing > 0 && failures === 0) {
     result.verdict = "ERROR";
-    result.reason = noEvidenceReason(metric, compared, stepAt(firstBoth), {
+    result.reason = noEvidenceReason(metric, compared, t.firstBothStep!, {
       bothNonFinite,
       bothMissing,
     });
   } else if (exact) {
     if (failures > 0) {
       result.verdict = "FAIL";
-      result.reason = `${metric} first differs at step ${
-        stepAt(firstFail)
-      } (${firstKind}); ${failures} of ${compared} steps (${span}) differ.`;
+      result.reason =
+        `${metric} first differs at step ${t.firstFailStep} (${firstKind}); ${failures} of ${compared} steps (${span}) differ.`;
     } else {
       result.reason = `all ${compared} steps (${span}) of ${metric} are bit-identical.`;
     }
   } else if (failures > budget) {
     result.verdict = "FAIL";
-    result.reason = `${metric} leaves the tolerance first at step ${
-      stepAt(firstFail)
-    } (${firstKind}); ${failures} of ${compared} steps (${span}) outside rtol ${rtol}, atol ${atol}, budget ${budget}.`;
+    result.reason =
+      `${metric} leaves the tolerance first at step ${t.firstFailStep} (${firstKind}); ${failures} of ${compared} steps (${span}) outside rtol ${rtol}, atol ${atol}, budget ${budget}.`;
   } else if (failures > 0) {
     result.reason =
       `${failures} of ${compared} steps (${span}) of ${metric} outside rtol ${rtol}, atol ${atol}, within the budget of ${budget}.`;
@@ -325,7 +275,119 @@ export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptio
     result.reason =
       `all ${compared} steps (${span}) of ${metric} within rtol ${rtol}, atol ${atol}.`;
   }
-  return result;
+}
+
+/**
+ * The differences of the steps where both sides are finite: |b − a|, relative difference, ULP
+ * distance and, while every value is a float32, the float32 ULP distance.
+ */
+class LaneTally {
+  failures = 0;
+  missing = 0;
+  nonFinite = 0;
+  bothNonFinite = 0;
+  bothMissing = 0;
+  /** Index into the window of the first step with no evidence on either side. */
+  firstBoth = -1;
+  /** The first failing step: its index into the window, values and what it shows. */
+  first: { w: number; a: number | null; b: number | null; kind: string } | null = null;
+  finiteCount = 0;
+  sumAbs = 0;
+  maxAbs = 0;
+  maxRel = 0;
+  maxUlp = 0;
+  maxUlp32 = 0;
+  allF32 = true;
+  /** |b − a| of the last unequal pair added. */
+  diff = 0;
+  /** Its relative difference. */
+  rel = 0;
+
+  /** Adds a pair; returns its ULP distance (0: equal). */
+  add(x: number, y: number): number {
+    this.finiteCount++;
+    if (x === y) {
+      if (this.allF32 && Math.fround(x) !== x) this.allF32 = false;
+      return 0;
+    }
+    const diff = this.diff = Math.abs(y - x);
+    this.sumAbs += diff;
+    if (diff > this.maxAbs) this.maxAbs = diff;
+    const ax = Math.abs(x);
+    const rel = this.rel = ax === 0 ? Number.POSITIVE_INFINITY : diff / ax;
+    if (rel > this.maxRel) this.maxRel = rel;
+    // Inlined ulpDistance64 (exact below 2^53; beyond that the BigInt definition decides).
+    pair[0] = x;
+    pair[1] = y;
+    const hx = words[HI];
+    const hy = words[2 + HI];
+    let ulp = hx >= SIGN === hy >= SIGN
+      ? Math.abs((hx - hy) * TWO_32 + (words[LO] - words[2 + LO]))
+      : ((hx & 0x7fffffff) + (hy & 0x7fffffff)) * TWO_32 + (words[LO] + words[2 + LO]);
+    if (ulp >= Number.MAX_SAFE_INTEGER) ulp = ulpDistance64(x, y);
+    if (ulp > this.maxUlp) this.maxUlp = ulp;
+    if (this.allF32) {
+      if (Math.fround(x) === x && Math.fround(y) === y) {
+        const u = Math.abs(orderedF32(x) - orderedF32(y));
+        if (u > this.maxUlp32) this.maxUlp32 = u;
+      } else this.allF32 = false;
+    }
+    return ulp;
+  }
+
+  /** The lane's result, judged (`tolerance`: the tolerance lane's settings, else none). */
+  result(
+    lane: LaneResult["lane"],
+    metric: string,
+    count: number,
+    stepAt: (w: number) => number,
+    tolerance: { rtol: number; atol: number; budget: number } | null,
+  ): LaneResult {
+    const compared = count;
+    const first = this.first;
+    const firstStep = compared > 0 ? stepAt(0) : null;
+    const lastStep = compared > 0 ? stepAt(compared - 1) : null;
+    const result: LaneResult = {
+      lane,
+      verdict: "PASS",
+      first_step: firstStep,
+      last_step: lastStep,
+      compared,
+      first_divergent_step: first !== null ? stepAt(first.w) : null,
+      last_matching_step: first === null ? lastStep : first.w > 0 ? stepAt(first.w - 1) : null,
+      ...this.summary(),
+      divergence: first !== null
+        ? { step: stepAt(first.w), a: jsonNumber(first.a), b: jsonNumber(first.b) }
+        : null,
+      failures: this.failures,
+      missing_steps: this.missing,
+      non_finite: this.nonFinite,
+      ...(this.bothNonFinite > 0 ? { both_non_finite: this.bothNonFinite } : {}),
+      ...(this.bothMissing > 0 ? { both_missing: this.bothMissing } : {}),
+      ...(tolerance
+        ? { rtol: tolerance.rtol, atol: tolerance.atol, max_failures: tolerance.budget }
+        : {}),
+    };
+    judgeLane(result, {
+      metric,
+      firstKind: first?.kind ?? "",
+      firstFailStep: first !== null ? stepAt(first.w) : null,
+      firstBothStep: this.firstBoth >= 0 ? stepAt(this.firstBoth) : null,
+    });
+    return result;
+  }
+
+  /** The result's difference fields (null without a finite pair). */
+  summary() {
+    const any = this.finiteCount > 0;
+    return {
+      max_abs: any ? this.maxAbs : null,
+      mean_abs: any ? this.sumAbs / this.finiteCount : null,
+      max_rel: any ? this.maxRel : null,
+      max_ulp: any ? this.maxUlp : null,
+      max_ulp_f32: any && this.allF32 ? this.maxUlp32 : null,
+    };
+  }
 }
 
 /**

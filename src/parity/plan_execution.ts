@@ -31,7 +31,7 @@ export interface ProcessStateDocument {
 }
 
 /** The kinds of tensor compared per slot, in report order. */
-export const SLOT_KINDS = ["module", "fp32", "exp_avg", "exp_avg_sq"] as const;
+const SLOT_KINDS = ["module", "fp32", "exp_avg", "exp_avg_sq"] as const;
 
 /** Mismatches listed in the summary (the count is always complete). */
 const MAX_LISTED = 20;

@@ -27,9 +27,9 @@ export const MAX_SIGNIFICANT = 6;
 /** Fewest values needed to call a series rounded. */
 export const MIN_VALUES = 2;
 /** Most decimals of a side written coarser than the other (`round(x, 8)`, `:.9f`). */
-export const ONE_SIDED_DECIMALS = 9;
+const ONE_SIDED_DECIMALS = 9;
 /** Most significant digits of a side written coarser than the other (float32 printed short). */
-export const ONE_SIDED_SIGNIFICANT = 10;
+const ONE_SIDED_SIGNIFICANT = 10;
 
 /** The precision a rounded series shows: the most decimals and significant digits of a value. */
 export interface Rounding {

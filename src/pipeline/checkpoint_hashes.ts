@@ -20,14 +20,14 @@ import { createXXHash128 } from "hash-wasm";
 import { isAbsolute, join, relative } from "node:path";
 
 /** The hash recorded for every checkpoint file. */
-export const CHECKPOINT_HASH_ALGORITHM = "xxh128";
+const CHECKPOINT_HASH_ALGORITHM = "xxh128";
 
 /**
  * Checkpoints up to this many bytes are re-hashed in full before every reuse (at the measured
  * ~1 GB/s streamed that is a few seconds at most); larger ones are checked by size + mtime +
  * inode unless `--verify-checkpoints` asks for the full hash.
  */
-export const FULL_VERIFY_LIMIT_BYTES = 4 * 1024 ** 3;
+const FULL_VERIFY_LIMIT_BYTES = 4 * 1024 ** 3;
 
 /** {@link FULL_VERIFY_LIMIT_BYTES} in GiB, for help texts. */
 export const FULL_VERIFY_LIMIT_GIB = FULL_VERIFY_LIMIT_BYTES / 1024 ** 3;

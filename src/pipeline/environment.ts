@@ -56,7 +56,7 @@ export interface EnvironmentFacts {
 }
 
 /** Variables known to change numerics or data order even when no template names them. */
-export const NUMERIC_VARIABLES: readonly string[] = [
+const NUMERIC_VARIABLES: readonly string[] = [
   "CUBLAS_WORKSPACE_CONFIG",
   "CUDA_VISIBLE_DEVICES",
   "NVIDIA_TF32_OVERRIDE",

@@ -30,7 +30,7 @@ import { experimentFolderName } from "./run_store.ts";
 export const DEFAULT_GOLDENS_DIR = "experiments/goldens";
 
 /** Name of the golden comparisons in `summary.json`. */
-export const GOLDEN_COMPARISON = "golden~baseline";
+const GOLDEN_COMPARISON = "golden~baseline";
 
 /** The header record of a golden file. */
 export interface GoldenHeader {

@@ -36,6 +36,7 @@
 import { join, relative, resolve } from "node:path";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { HarnessError } from "../types/harness_error.ts";
+import { writeTextAtomic } from "../process/mod.ts";
 
 /** Name of the lock file inside an experiment results folder. */
 export const LOCK_FILE_NAME = ".lock";
@@ -202,10 +203,7 @@ async function tryTake(dir: string, mine: LockHolder): Promise<TakeOutcome> {
     if (live.alive) return { kind: "held", holder: read.holder };
     stale = { holder: read.holder, reason: live.reason };
   }
-  // Replace the stale file in one step: a complete temporary file renamed over it.
-  const tmp = `${path}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  await Deno.writeTextFile(tmp, text);
-  await Deno.rename(tmp, path);
+  await writeTextAtomic(path, text); // replaces the stale file in one step
   return { kind: "acquired", tookOver: stale };
 }
 

@@ -17,7 +17,7 @@
  * @module
  */
 
-import { basename, join, relative, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { HARNESS_REDACTION, isSecretName } from "../process/mod.ts";
 import { DEEPSPEED_VENV, PROJECT_DIR } from "../presets/mod.ts";
@@ -249,10 +249,4 @@ async function assertEmptyFolder(dir: string): Promise<void> {
     }
     throw e;
   }
-}
-
-/** `path` relative to the project when inside it (for messages). */
-export function projectRelative(path: string): string {
-  const rel = relative(PROJECT_DIR, path);
-  return rel.startsWith("..") ? path : rel;
 }

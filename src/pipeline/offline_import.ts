@@ -80,10 +80,10 @@ export interface ImportResult {
 }
 
 /** Diagnostic code of a checkpoint written offline whose bytes did not come back. */
-export const CHECKPOINT_NOT_RETURNED = "checkpoint-not-returned";
+const CHECKPOINT_NOT_RETURNED = "checkpoint-not-returned";
 
 /** Diagnostic code (info) saying where the imported phases ran. */
-export const RAN_OFFLINE = "ran-offline";
+const RAN_OFFLINE = "ran-offline";
 
 /** What offline_phases.py found about the target (`offline_environment.json`). */
 export interface OfflineEnvironment {

@@ -353,27 +353,7 @@ async function launchPhase(
     );
     attempt++;
   }
-  let status = childStatus(result.status);
-  let message = result.status === "interrupted"
-    ? `interrupted by ${interruption()?.reason ?? "a signal"}`
-    : result.message;
-  if (status === "ok") {
-    const missing = await missingArtifact(spec);
-    if (missing) {
-      status = "failed";
-      message = missing;
-    }
-  }
-  if (status === "ok" && spec.role === "plan") {
-    // The plan is written: its slot goes to the next independent phase, which starts first.
-    hooks.released();
-    await ctx.gate.settled();
-    state.plan = await checkPlanFile(spec.name, spec.policy!, paths.planOut!);
-    if (!state.plan.verified) {
-      status = "failed";
-      message = `plan rejected by the verifier: ${state.plan.error}`;
-    }
-  }
+  const { status, message } = await checkedStatus(state, ctx, hooks, result);
   const outputs = phaseOutputs(spec);
   const roots = status === "ok" ? checkpointRoots(spec.role, outputs) : [];
   const summary: PhaseSummary = {
@@ -385,11 +365,8 @@ async function launchPhase(
     attempts: attempt,
     ...(state.devices ? { devices: state.devices } : {}),
     ...(retries.length > 0 ? { retries } : {}),
+    ...(status !== "ok" ? { message, log_tail: result.logTail } : {}),
   };
-  if (status !== "ok") {
-    summary.message = message;
-    summary.log_tail = result.logTail;
-  }
   state.summary = summary;
   const job = slurmSummary(result);
   const signal = result.signal;
@@ -417,6 +394,34 @@ async function launchPhase(
     state.metrics.catch(() => {}); // awaited by the judge
   }
   progress.phaseEnd(spec.name, status, summary.wall_s, message);
+}
+
+/**
+ * The phase's status once its child ended: a missing artifact fails it, and a plan phase's plan
+ * is verified (its slot released first, so the next independent phase starts meanwhile).
+ */
+async function checkedStatus(
+  state: PhaseState,
+  ctx: PhaseContext,
+  hooks: LaunchHooks,
+  result: ExecutionResult,
+): Promise<{ status: PhaseStatus; message: string }> {
+  const { spec } = state;
+  const status = childStatus(result.status);
+  const message = result.status === "interrupted"
+    ? `interrupted by ${interruption()?.reason ?? "a signal"}`
+    : result.message;
+  if (status !== "ok") return { status, message };
+  const missing = await missingArtifact(spec);
+  if (missing) return { status: "failed", message: missing };
+  if (spec.role !== "plan") return { status, message };
+  hooks.released();
+  await ctx.gate.settled();
+  state.plan = await checkPlanFile(spec.name, spec.policy!, spec.paths.planOut!);
+  if (!state.plan.verified) {
+    return { status: "failed", message: `plan rejected by the verifier: ${state.plan.error}` };
+  }
+  return { status, message };
 }
 
 /** The completion markers still being written by the phases `state` consumes. */

@@ -16,7 +16,7 @@ import { computeKeys } from "./phase_execution.ts";
 import { experimentFolderName, listRuns, listSuiteRuns } from "./run_store.ts";
 
 /** Stand-in for the run folder the next run will create (its id is only known then). */
-export const NEXT_RUN = "<next-run>";
+const NEXT_RUN = "<next-run>";
 
 /** One phase as the preview shows it. */
 export interface PhasePreview {

@@ -10,13 +10,13 @@ import { join, resolve } from "node:path";
 import { describeEnvironmentError } from "./environment_error.ts";
 
 /** Longest path (bytes) Linux accepts. */
-export const PATH_MAX_BYTES = 4096;
+const PATH_MAX_BYTES = 4096;
 
 /**
  * Room kept for what a run adds under `<results>/<experiment>/<run-id>/phases/<phase>/`: the
  * run id, the harness's own file names and the trainer's checkpoint folders.
  */
-export const RUN_PATH_ALLOWANCE_BYTES = 512;
+const RUN_PATH_ALLOWANCE_BYTES = 512;
 
 /**
  * `null` when `resultsDir` is a writable folder (created when missing) whose paths leave room for

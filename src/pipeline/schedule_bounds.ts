@@ -12,7 +12,7 @@ import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { Diagnostic } from "../types/summary.ts";
 
 /** Diagnostic codes of {@linkcode scheduleDiagnostics}. */
-export const SCHEDULE_CODES = {
+const SCHEDULE_CODES = {
   /** A step after the last step the phase runs. */
   beyond: "metrics-beyond-schedule",
   /** A resume logged a step at or before the save point. */

@@ -11,6 +11,7 @@ import { checkpointProblem, type PhaseRecord } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { sha256Hex } from "./sha256.ts";
 import { outputsChanged } from "./output_hashes.ts";
+import { readSummary } from "../types/read_summary.ts";
 
 /**
  * Problems of `runDir`, one sentence each (empty when the artifacts match what was recorded).
@@ -55,16 +56,13 @@ export async function runArtifactProblems(
 /** summary.json fields the reports read, each of the right kind (a missing file is left to the loader). */
 async function summaryShapeProblems(runDir: string): Promise<string[]> {
   const file = join(runDir, "summary.json");
-  let summary: Record<string, unknown>;
+  let summary: Record<string, unknown> | undefined;
   try {
-    summary = JSON.parse(await Deno.readTextFile(file));
+    summary = await readSummary(runDir) as Record<string, unknown> | undefined;
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return [];
-    return [`${file} is not valid JSON (${(error as Error).message})`];
+    return [(error as Error).message];
   }
-  if (summary === null || typeof summary !== "object" || Array.isArray(summary)) {
-    return [`${file} is not a JSON object`];
-  }
+  if (summary === undefined) return [];
   const problems: string[] = [];
   for (const field of ["phases", "comparisons", "diagnostics"]) {
     if (!Array.isArray(summary[field])) problems.push(`${file}: "${field}" is not a list`);

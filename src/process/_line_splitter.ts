@@ -9,7 +9,7 @@
  */
 
 /** Default longest line kept whole: 1 MiB of text. */
-export const DEFAULT_MAX_LINE_CHARS = 1 << 20;
+const DEFAULT_MAX_LINE_CHARS = 1 << 20;
 
 /** Incremental, linear-time splitter of text into lines (see the module documentation). */
 export class LineSplitter {

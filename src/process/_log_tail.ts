@@ -6,9 +6,9 @@
  */
 
 /** Default number of lines a {@linkcode LogTail} keeps. */
-export const TAIL_MAX_LINES = 40;
+const TAIL_MAX_LINES = 40;
 /** Default cap, in UTF-16 code units, on the joined tail text. */
-export const TAIL_MAX_CHARS = 4096;
+const TAIL_MAX_CHARS = 4096;
 /** Longest single line kept; longer lines are cut (progress bars and tensor dumps can be huge). */
 export const TAIL_MAX_LINE_CHARS = 512;
 

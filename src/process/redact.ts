@@ -10,8 +10,7 @@
  * (`TOKENIZERS_PARALLELISM`, `tokenizer_name`, `KEYBOARD_LAYOUT`) does not, nor does the count
  * word `tokens` (`max_new_tokens`).
  */
-export const SECRET_WORD_PATTERN: RegExp =
-  /(?:token|keys?|secrets?|passwords?|passwd|credentials?)$/i;
+const SECRET_WORD_PATTERN: RegExp = /(?:token|keys?|secrets?|passwords?|passwd|credentials?)$/i;
 
 /**
  * The words of a variable or flag name: split at every character that is not a letter or digit

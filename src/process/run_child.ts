@@ -17,7 +17,7 @@ export const DEFAULT_GRACE_MS = 5000;
  * `<log>.1` (replacing an older one) and the log starts again, so the newest output is kept and
  * at most twice the cap is on disk.
  */
-export const DEFAULT_LOG_CAP_BYTES = 256 * 1024 * 1024;
+const DEFAULT_LOG_CAP_BYTES = 256 * 1024 * 1024;
 
 /** How long to keep reading output after the group was killed (an escaped process may hold a pipe). */
 const DRAIN_LIMIT_MS = 2000;
@@ -152,17 +152,6 @@ async function supervise(
   done: Promise<void>,
   cwdFound: Promise<boolean>,
 ): Promise<ChildResult> {
-  const executable = spec.argv[0];
-  const notStarted = (status: ChildStatus, message: string): ChildResult => ({
-    status,
-    exitCode: null,
-    signal: null,
-    wallS: 0,
-    pid: null,
-    message,
-    logTail: "",
-  });
-
   if (!(await cwdFound)) {
     return notStarted("failed", `working directory not found: ${spec.cwd}`);
   }
@@ -175,27 +164,8 @@ async function supervise(
 
   const startedAt = new Date();
   const t0 = performance.now();
-  let child: Deno.ChildProcess;
-  try {
-    child = new Deno.Command(executable, {
-      args: spec.argv.slice(1),
-      env: spec.env,
-      clearEnv: spec.clearEnv ?? false,
-      cwd: spec.cwd,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-      detached: true, // setsid: the child leads its own process group, so -pid reaches grandchildren
-    }).spawn();
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
-      return notStarted("failed", `executable not found: ${executable}`);
-    }
-    if (error instanceof Deno.errors.PermissionDenied) {
-      return notStarted("failed", `permission denied executing: ${executable}`);
-    }
-    return notStarted("failed", `could not start ${executable}: ${oneLine(errorText(error))}`);
-  }
+  const child = spawnGroupLeader(spec);
+  if (typeof child === "string") return notStarted("failed", child);
 
   const pid = child.pid;
   try {
@@ -261,6 +231,49 @@ async function supervise(
   const signal = status.signal ?? null;
   const exitCode = signal === null ? status.code : null;
 
+  const { childStatus, message } = outcomeOf(stop, signal, exitCode, [stdoutPump, stderrPump], {
+    cap,
+    escapedPipeHolder,
+  });
+  return { status: childStatus, exitCode, signal, wallS, pid, message, logTail: tail.text() };
+}
+
+/** The result of a child that never started. */
+function notStarted(status: ChildStatus, message: string): ChildResult {
+  return { status, exitCode: null, signal: null, wallS: 0, pid: null, message, logTail: "" };
+}
+
+/** Starts the child as the leader of its own process group; a message when it cannot start. */
+function spawnGroupLeader(spec: ChildSpec): Deno.ChildProcess | string {
+  const executable = spec.argv[0];
+  try {
+    return new Deno.Command(executable, {
+      args: spec.argv.slice(1),
+      env: spec.env,
+      clearEnv: spec.clearEnv ?? false,
+      cwd: spec.cwd,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      detached: true, // setsid: the child leads its own process group, so -pid reaches grandchildren
+    }).spawn();
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return `executable not found: ${executable}`;
+    if (error instanceof Deno.errors.PermissionDenied) {
+      return `permission denied executing: ${executable}`;
+    }
+    return `could not start ${executable}: ${oneLine(errorText(error))}`;
+  }
+}
+
+/** The child's status and the message that says why, with what happened to its logs. */
+function outcomeOf(
+  stop: GroupStopper,
+  signal: Deno.Signal | null,
+  exitCode: number | null,
+  pumps: Pump[],
+  logs: { cap: number; escapedPipeHolder: boolean },
+): { childStatus: ChildStatus; message: string } {
   let childStatus: ChildStatus;
   let message: string;
   if (stop.kind !== null) {
@@ -277,18 +290,18 @@ async function supervise(
     childStatus = "ok";
     message = "exited with code 0";
   }
-  const writeError = stdoutPump.writeError ?? stderrPump.writeError;
+  const writeError = pumps.find((pump) => pump.writeError !== null)?.writeError ?? null;
   if (writeError !== null) message += `; log write failed: ${oneLine(writeError)}`;
-  for (const pump of [stdoutPump, stderrPump]) {
+  for (const pump of pumps) {
     if (pump.rotations > 0) {
-      message += `; ${pump.path} passed ${cap} bytes: older output dropped, ` +
+      message += `; ${pump.path} passed ${logs.cap} bytes: older output dropped, ` +
         `the newest kept in ${pump.path}.1 and ${pump.path}`;
     }
   }
-  if (escapedPipeHolder) {
+  if (logs.escapedPipeHolder) {
     message += "; output abandoned: a process outside the group kept the pipe open";
   }
-  return { status: childStatus, exitCode, signal, wallS, pid, message, logTail: tail.text() };
+  return { childStatus, message };
 }
 
 /** Sends TERM then KILL to a process group, once, and remembers why. */

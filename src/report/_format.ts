@@ -3,7 +3,7 @@
 import type { PlannerRecord, SecondOpinion, Verdict } from "../types/summary.ts";
 
 /** Emoji shown before a verdict (GitHub renders these in headings and tables). */
-export const VERDICT_EMOJI: Record<Verdict | "N/A", string> = {
+const VERDICT_EMOJI: Record<Verdict | "N/A", string> = {
   PASS: "✅",
   FAIL: "❌",
   ERROR: "💥",

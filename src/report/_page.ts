@@ -8,7 +8,7 @@ import { browserBundles } from "./_bundles.ts";
 import { escapeHtml } from "./_format.ts";
 
 /** Page style: readable tables, verdict badges, charts that scroll when wider than the page. */
-export const PAGE_CSS = `
+const PAGE_CSS = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px auto;max-width:1200px;padding:0 16px;color:#1f2328}
 h1{font-size:1.6em;margin-bottom:4px}h2{font-size:1.25em;margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}

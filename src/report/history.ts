@@ -11,6 +11,7 @@ import { stringify } from "csv-stringify/sync";
 import type { RunSummary } from "../types/summary.ts";
 import { relative } from "node:path";
 import { comparisonUlp } from "../format/numbers.ts";
+import { writeTextAtomic } from "../process/mod.ts";
 
 /** Columns of `history.csv`, in order (a contract for CI dashboards: only ever append columns). */
 export const HISTORY_COLUMNS = [
@@ -145,9 +146,7 @@ async function _appendWhole(path: string, text: string): Promise<void> {
  */
 async function _migrateHistory(path: string): Promise<void> {
   const rows = _parseHistory(await Deno.readTextFile(path));
-  const tmp = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  await Deno.writeTextFile(tmp, stringify(rows, { header: true, columns: [...HISTORY_COLUMNS] }));
-  await Deno.rename(tmp, path);
+  await writeTextAtomic(path, stringify(rows, { header: true, columns: [...HISTORY_COLUMNS] }));
 }
 
 function _parseHistory(text: string): HistoryRow[] {

@@ -9,6 +9,7 @@
 import { type LossTable, parseLossesCsv, type Series, seriesOf } from "../charts/losses_table.ts";
 import { DEFAULT_MAX_POINTS } from "../charts/downsample.ts";
 import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
+import { readSummary } from "../types/read_summary.ts";
 import { stripAnsi, tailLines } from "./_format.ts";
 import { type PreviousRun, previousRun, readHistory } from "./history.ts";
 import { dirname } from "node:path";
@@ -89,15 +90,9 @@ function metricPhases(comparisons: ComparisonSummary[]): Set<string> {
  * Reads a run folder. Throws when `summary.json` is missing or not schema version 1.
  */
 export async function loadRun(runDir: string): Promise<LoadedRun> {
-  const summaryText = await readTextOrNull(`${runDir}/summary.json`);
-  if (summaryText === null) {
+  const summary = await readSummary(runDir);
+  if (summary === undefined) {
     throw new Error(`${runDir}: no summary.json (not a finished run folder)`);
-  }
-  let summary: RunSummary;
-  try {
-    summary = JSON.parse(summaryText) as RunSummary;
-  } catch (error) {
-    throw new Error(`${runDir}/summary.json: not valid JSON (${(error as Error).message})`);
   }
   if (summary.schema_version !== 1) {
     throw new Error(`${runDir}/summary.json: unsupported schema_version ${summary.schema_version}`);

@@ -30,7 +30,7 @@ export class BisectUsageError extends UsageError {}
 export type BisectMark = "good" | "bad" | "skip";
 
 /** The mark of each run verdict. */
-export const MARK_OF: Record<Verdict, BisectMark> = {
+const MARK_OF: Record<Verdict, BisectMark> = {
   PASS: "good",
   FAIL: "bad",
   ERROR: "skip",

@@ -20,7 +20,7 @@ export interface EnvironmentDifference {
 }
 
 /** Marks a field one manifest lacks (older harness, or a phase that never launched). */
-export const NOT_RECORDED = "(not recorded)";
+const NOT_RECORDED = "(not recorded)";
 
 /** The comparable fields of a manifest, flattened, with `runDir` replaced by `<run>`. */
 function manifestFacts(manifest: Manifest, runDir: string): Map<string, string> {

@@ -82,7 +82,7 @@ export interface PackageBisectOptions {
 }
 
 /** `[major, minor, patch]` of a plain `X.Y.Z` release, or null (pre-releases, other forms). */
-export function parseRelease(version: string): [number, number, number] | null {
+function parseRelease(version: string): [number, number, number] | null {
   const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(version);
   return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null;
 }

@@ -15,6 +15,7 @@ import {
 } from "../experiment/mod.ts";
 import type { Manifest } from "../pipeline/manifest.ts";
 import { UsageError } from "../types/harness_error.ts";
+import { readSummary } from "../types/read_summary.ts";
 import type { RunSummary } from "../types/summary.ts";
 
 /** A run folder that cannot be replayed (bad path, missing or invalid files): exit code 2. */
@@ -70,10 +71,8 @@ export async function readStoredRun(path: string): Promise<StoredRun> {
     );
   }
   const experiment = { ...validated.experiments[0], name };
-  let summary: RunSummary | undefined;
-  try {
-    summary = JSON.parse(await Deno.readTextFile(join(runDir, "summary.json")));
-  } catch { /* an interrupted harness may have left none */ }
+  // An interrupted harness may have left none, or half of one.
+  const summary = await readSummary(runDir).catch(() => undefined);
   const baseDir = manifest.base_dir ??
     (manifest.experiment_file ? dirname(manifest.experiment_file) : Deno.cwd());
   return {
