@@ -25,8 +25,19 @@ import { planComparisons } from "./plan_comparisons.ts";
 import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 import { looksRounded, roundedSides, roundingBound } from "./rounded.ts";
 import { type SensitivityContext, withSensitivity } from "./sensitivity.ts";
-import { checkRestoredState, checkSavedState, findDigestEvent } from "./state_checks.ts";
-import type { Evaluation, EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
+import {
+  checkConvertedFiles,
+  checkRestoredState,
+  checkSavedState,
+  findDigestEvent,
+} from "./state_checks.ts";
+import type {
+  CheckpointFilesEvidence,
+  Evaluation,
+  EvaluationInput,
+  PhaseEvidence,
+  PlannedComparison,
+} from "./types.ts";
 import { firstAtLeast } from "./_sorted.ts";
 
 /** Roles whose phases train and therefore log metrics. */
@@ -88,7 +99,11 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
       }
       continue;
     }
-    const read = await (phase.series ?? readMetrics(phase.metricsPath, { ...phase.metrics }));
+    const read = withFilesEvent(
+      await (phase.series ?? readMetrics(phase.metricsPath, { ...phase.metrics })),
+      phase.checkpointFiles,
+      input.saveAt,
+    );
     if (phase.status === "ok") {
       series.set(phase.name, read);
       for (const d of read.diagnostics) diagnostics.push({ ...d, phase: phase.name });
@@ -200,6 +215,19 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     });
   }
 
+  // The universal folder the converter wrote, read back: it must hold the saved state.
+  const converted = input.converted;
+  if (converted?.files.document && split?.status === "ok") {
+    state_checks.push(
+      checkConvertedFiles(
+        converted.phase,
+        judged(split.name),
+        converted.files.document,
+        input.saveAt,
+      ),
+    );
+  }
+
   diagnostics.push(...checkResumedSteps(input.steps, input.saveAt));
   const named = (p: PhaseEvidence | undefined) =>
     p === undefined ? undefined : { name: p.name, series: judged(p.name) };
@@ -223,6 +251,23 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     noise_floor: noise.summary,
     diagnostics,
     series,
+  };
+}
+
+/**
+ * A split's series with the harness's read-back of its checkpoint files as a `files` event at the
+ * save step, first, so it is the one the save check reads (a trainer may report its own).
+ */
+function withFilesEvent(
+  series: MetricSeries,
+  files: CheckpointFilesEvidence | undefined,
+  saveAt: number,
+): MetricSeries {
+  if (!files?.document) return series;
+  const fields = { event: "files", step: saveAt, source: "harness", ...files.document };
+  return {
+    ...series,
+    events: [{ event: "files", step: saveAt, line: 0, fields }, ...series.events],
   };
 }
 

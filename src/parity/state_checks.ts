@@ -92,6 +92,47 @@ export function checkSavedState(
 }
 
 /**
+ * The convert check: the universal folder the converter wrote, read back by the checkpoint
+ * reader (`document`), against the split's `saved` digests by the same names. A component the
+ * folder does not hold is "not in the checkpoint files"; one it holds with other bytes differs
+ * (its tensors named); components no universal folder holds (`not_read`: the module weights,
+ * the accumulation-window position) are not compared. N/A without the split's digests.
+ */
+export function checkConvertedFiles(
+  convert: string,
+  splitSeries: MetricSeries | undefined,
+  document: Record<string, unknown>,
+  saveAt: number,
+): StateCheckSummary {
+  const saved = findDigestEvent(splitSeries, "saved", saveAt);
+  if (saved === undefined || !isDigestMap(document.digests)) {
+    return {
+      phase: convert,
+      check: "convert",
+      verdict: "N/A",
+      available: false,
+      differing: [],
+      reason: "the split's saved event carries no state digests, so the universal folder " +
+        "cannot be checked.",
+    };
+  }
+  const files: EventRecord = {
+    event: "files",
+    step: saveAt,
+    line: 0,
+    fields: { event: "files", step: saveAt, ...document },
+  };
+  const summary = _withFiles(convert, undefined, saved, files, "convert");
+  return {
+    ...summary,
+    reason: (summary.reason ?? "").replace(
+      "Files vs engine:",
+      "The universal folder vs the split's saved state:",
+    ).replaceAll("the checkpoint files", "the universal folder"),
+  };
+}
+
+/**
  * The save check's file side: each component of the engine's `saved` digests that the reader
  * found `absent` from the files is "not in the checkpoint files"; each it read and hashed
  * differently differs (and its tensors are named); components the reader does not reproduce
@@ -102,6 +143,7 @@ function _withFiles(
   engine: StateCheckSummary | undefined,
   saved: EventRecord,
   files: EventRecord,
+  check: "save" | "convert" = "save",
 ): StateCheckSummary {
   const engineDigests = saved.fields.digests as Record<string, unknown>;
   const fileDigests = files.fields.digests as Record<string, unknown>;
@@ -129,7 +171,7 @@ function _withFiles(
     : [];
   const base: StateCheckSummary = engine ?? {
     phase: split,
-    check: "save",
+    check,
     verdict: "PASS",
     available: true,
     differing: [],
@@ -308,5 +350,9 @@ export function tensorList(checks: readonly StateCheckSummary[], shown = 3): str
 
 /** How reports name a state check: its phase, and `(save)` for the save check. */
 export function stateCheckName(check: Pick<StateCheckSummary, "phase" | "check">): string {
-  return check.check === "save" ? `${check.phase} (save)` : check.phase;
+  return check.check === "save"
+    ? `${check.phase} (save)`
+    : check.check === "convert"
+    ? `${check.phase} (universal folder)`
+    : check.phase;
 }

@@ -38,6 +38,7 @@ import {
 } from "./slurm_phase.ts";
 import { hashPhaseOutputs, notReused } from "./output_hashes.ts";
 import { hashCheckpoints, warmCheckpointHasher } from "./checkpoint_hashes.ts";
+import { readCheckpointBack } from "./checkpoint_read_back.ts";
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
@@ -363,6 +364,15 @@ async function launchPhase(
       status = "failed";
       message = missing;
     }
+  }
+  if (status === "ok" && spec.readBack) {
+    // The checkpoint as written, read by a process of its own before anything consumes it.
+    const read = await readCheckpointBack(spec);
+    progress.note(
+      `${spec.name}: checkpoint files read back in ${read!.wall_s} s${
+        read!.unreadable ? ` (unreadable: ${read!.unreadable})` : ""
+      }`,
+    );
   }
   if (status === "ok" && spec.role === "plan") {
     // The plan is written: its slot goes to the next independent phase, which starts first.

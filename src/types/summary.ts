@@ -246,9 +246,10 @@ export interface StateCheckSummary {
   /**
    * `save`: the split's saved digests against the baseline's snapshot at the save step and against
    * what the checkpoint files hold (a `files` event); absent:
-   * a resume's loaded digests against the saved ones.
+   * a resume's loaded digests against the saved ones; `convert`: the converter's universal
+   * folder, read back, against the split's saved digests.
    */
-  check?: "save";
+  check?: "save" | "convert";
   /** PASS, FAIL, or ERROR; `available: false` when the trainer emits no digests. */
   verdict: Verdict | "N/A";
   /** Whether both sides carried digests. */
