@@ -125,10 +125,15 @@ export function checkConvertedFiles(
   const summary = _withFiles(convert, undefined, saved, files, "convert");
   return {
     ...summary,
-    reason: (summary.reason ?? "").replace(
-      "Files vs engine:",
-      "The universal folder vs the split's saved state:",
-    ).replaceAll("the checkpoint files", "the universal folder"),
+    reason: (summary.reason ?? "")
+      .replace("Files vs engine:", "The universal folder vs the split's saved state:")
+      .replace("not in the checkpoint files", "not in the universal folder")
+      .replace(
+        "the checkpoint files differ from the engine's",
+        "the universal folder differs from the",
+      )
+      .replace("the checkpoint files hold the engine's", "the universal folder holds the")
+      .replace("Not checkable from the files", "Not checkable from the universal folder"),
   };
 }
 
@@ -195,6 +200,18 @@ function _withFiles(
   if (notInFiles.length === 0 && filesDiffering.length === 0) {
     sentences.push(`the checkpoint files hold the engine's saved ${compared.join(", ")}.`);
   }
+  // What the reader says the files cannot give (never counted as equal).
+  const whyNot = files.fields.not_read;
+  const notCheckable = whyNot !== null && typeof whyNot === "object" && !Array.isArray(whyNot)
+    ? Object.keys(engineDigests).filter((name) => !absent.has(name) && !(name in fileDigests))
+      .filter((name) => name in (whyNot as Record<string, unknown>))
+    : [];
+  if (notCheckable.length > 0) {
+    const reasons = notCheckable.map((name) =>
+      `${name} (${String((whyNot as Record<string, unknown>)[name])})`
+    );
+    sentences.push(`Not checkable from the files: ${reasons.join("; ")}.`);
+  }
   const framework = typeof saved.fields.framework === "string"
     ? saved.fields.framework
     : base.framework;
@@ -208,6 +225,7 @@ function _withFiles(
     reason: sentences.join(" "),
   };
   if (notInFiles.length > 0) summary.not_in_files = notInFiles;
+  if (notCheckable.length > 0) summary.files_not_checkable = notCheckable;
   if (filesDiffering.length > 0) summary.files_differing = filesDiffering;
   if (tensors.length > 0 && (summary.differing_tensors ?? []).length === 0) {
     summary.differing_tensors = tensors.slice(0, MAX_TENSORS_NAMED);

@@ -277,6 +277,12 @@ export interface StateCheckSummary {
   /** Save check only: components compared between the saved digests and the files. */
   files_compared?: string[];
   /**
+   * Save and convert checks: components of the saved digests the files cannot give (the reader's
+   * `not_read`: DeepSpeed saves no accumulation-window position, ZeRO-3 no module weights);
+   * never compared, never counted as equal.
+   */
+  files_not_checkable?: string[];
+  /**
    * The framework the trainer's events say wrote them (`deepspeed`), so cards and reports name
    * components in its words (`params`: the fp32 master).
    */
