@@ -14,10 +14,12 @@ import type { Experiment } from "./schema.ts";
 
 /**
  * The Python beside a command trainer's program (`.venv/bin/torchrun` → `.venv/bin/python`), as a
- * template of the same folder; undefined when the program is a bare name found on `PATH`.
+ * template of the same folder, or the program itself when it is `${python}` (`args.venv`'s
+ * Python); undefined when the program is a bare name found on `PATH`.
  */
 export function readerPythonOf(command: readonly string[]): string | undefined {
   const program = command[0];
+  if (program.trim() === "${python}") return program;
   if (!program.includes("/")) return undefined;
   return posix.join(posix.dirname(program), "python");
 }

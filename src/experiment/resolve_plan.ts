@@ -457,7 +457,9 @@ function readBackOf(
   else if (exp.trainer.command) {
     const template = readerPythonOf(exp.trainer.command);
     const cwd = exp.trainer.cwd ? resolve(baseDir, interpolate(exp.trainer.cwd, vars)) : baseDir;
-    if (template !== undefined) python = resolve(cwd, interpolate(template, vars));
+    const program = template === undefined ? undefined : interpolate(template, vars);
+    // A bare name (`${python}` without args.venv: python3) is found on PATH, as the trainer's is.
+    if (program !== undefined) python = program.includes("/") ? resolve(cwd, program) : program;
   }
   if (python === undefined) return undefined; // the rules refuse such a file first
   return {
