@@ -204,11 +204,11 @@ function _withFiles(
   const whyNot = files.fields.not_read;
   const notCheckable = whyNot !== null && typeof whyNot === "object" && !Array.isArray(whyNot)
     ? Object.keys(engineDigests).filter((name) => !absent.has(name) && !(name in fileDigests))
-      .filter((name) => name in (whyNot as Record<string, unknown>))
+      .filter((name) => name in (whyNot as Record<string, unknown>)).sort()
     : [];
   if (notCheckable.length > 0) {
     const reasons = notCheckable.map((name) =>
-      `${name} (${String((whyNot as Record<string, unknown>)[name])})`
+      `${name}: ${String((whyNot as Record<string, unknown>)[name])}`
     );
     sentences.push(`Not checkable from the files: ${reasons.join("; ")}.`);
   }
