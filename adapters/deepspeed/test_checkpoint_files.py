@@ -164,3 +164,18 @@ def test_a_changed_expert_file_names_that_expert_only(real: Dict[str, Dict[str, 
         "engine_counters", "module_weights"]
     assert [k for k, v in saved["tensors"].items() if doc["tensors"][k] != v] == [
         "model.layers.0.mlp.experts.w1 · expert 3 · module"]
+
+
+@pytest.mark.parametrize("name", ["autoep_z2", "autoep_z3"])
+def test_the_plan_executor_reads_the_same_shards(real: Dict[str, Dict[str, Any]], name: str) -> None:
+    # One reader, not two: the executor's per-EP-rank expert shards are the reader's logical
+    # tensors at that rank's experts (both cut by zero_shards.py).
+    from plan_executor import CheckpointTensors
+    tag = real[name]["tag"]
+    state = CheckpointFiles(tag).optimizer_state()
+    assert state is not None
+    shards = CheckpointTensors(tag)
+    param = "model.layers.0.mlp.experts.w1"
+    for ep_rank, experts in ((0, [0, 1]), (1, [2, 3])):
+        for kind, executor_kind in (("params", "fp32"), ("exp_avg", "exp_avg"), ("exp_avg_sq", "exp_avg_sq")):
+            assert torch.equal(shards.optimizer(param, ep_rank, executor_kind), state[param][kind][experts])
