@@ -420,8 +420,11 @@ function compilePhase(
   const readBack = readBackOf(exp, node, paths, vars, ctx.baseDir);
   if (readBack) {
     spec.readBack = readBack.spec;
+    // The reader's code joins the key, unless a folder already listed holds it (the preset's).
     for (const input of readBack.inputs) {
-      if (!spec.codeInputs.includes(input)) spec.codeInputs.push(input);
+      if (!spec.codeInputs.some((c) => input === c || input.startsWith(`${c}/`))) {
+        spec.codeInputs.push(input);
+      }
     }
   }
   if (entry.retry) spec.retry = entry.retry;

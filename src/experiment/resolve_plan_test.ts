@@ -454,7 +454,8 @@ Deno.test("resolvePlan(): checkpoint_format reads the split's tag and the univer
   assert.equal(split.readBack?.argv[2], split.paths.checkpointTag);
   assert.equal(split.readBack?.out, `${split.paths.dir}/checkpoint_files.json`);
   // The reader's code joins the split's cache key.
-  assert.ok(split.codeInputs.some((input) => input.endsWith("adapters/deepspeed")));
+  assert.ok(split.codeInputs.some((input) => input.endsWith("deepspeed/checkpoint_files.py")));
+  assert.ok(split.codeInputs.some((input) => input.endsWith("deepspeed/zero_shards.py")));
   const convert = byName.get("convert")!;
   assert.equal(convert.readBack?.argv[2], convert.paths.universal);
   for (const name of ["baseline", "resume-native", "resume-universal"]) {

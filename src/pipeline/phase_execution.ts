@@ -28,7 +28,7 @@ import {
 import { recordChild } from "./manifest.ts";
 import { checkPlanFile } from "./plan_check.ts";
 import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
-import { writeJsonAtomic, writeJsonInTurn } from "./run_store.ts";
+import { pathExists, writeJsonAtomic, writeJsonInTurn } from "./run_store.ts";
 import {
   attachEarlierJob,
   executionContext,
@@ -222,6 +222,10 @@ async function reusePhase(
   const { spec } = state;
   await linkPhaseFolder(hit.phaseDir, spec.paths.dir);
   state.present = true;
+  // A phase cached before its trainer named a checkpoint format has no read-back yet.
+  if (spec.readBack && !hit.artifactsMissing && !(await pathExists(spec.readBack.out))) {
+    await readCheckpointBack(spec);
+  }
   let status: PhaseStatus = "ok";
   let message: string | undefined;
   if (spec.role === "plan") {

@@ -30,7 +30,13 @@ export function checkpointReaderArgv(
   return [python, READERS[format], folder];
 }
 
-/** The code a reader runs (its folder: the script and the shard readers it imports), for cache keys. */
+/** The modules each reader imports beside itself (its shard readers), for cache keys. */
+const READER_MODULES: Readonly<Record<CheckpointFormat, readonly string[]>> = {
+  deepspeed: ["zero_shards.py", "process_maps.py"],
+};
+
+/** The code a reader runs (the script and the modules it imports beside it), for cache keys. */
 export function checkpointReaderInputs(format: CheckpointFormat): string[] {
-  return [join(READERS[format], "..")];
+  const dir = join(READERS[format], "..");
+  return [READERS[format], ...READER_MODULES[format].map((name) => join(dir, name))];
 }
