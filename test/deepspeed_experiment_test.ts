@@ -79,6 +79,23 @@ Deno.test({
       assert.deepEqual(stateCheck(s, "resume-ep1").differing, []);
       assert.equal(stateCheck(s, "resume-ep1").verdict, "PASS");
     }
+    // The preset reads the split's tag folder and the converter's universal folder back
+    // (checkpoint_format: deepspeed): both hold the engine's saved state, tensor by tensor, at
+    // every stage; ZeRO-3 saves no module weights and no folder the accumulation position.
+    for (const stage of [1, 2, 3]) {
+      const s = await latestSummary(results, `deepspeed-cpu-autoep@zero_stage=${stage}`);
+      const save = s.state_checks.find((c) => c.check === "save");
+      assert.equal(save?.verdict, "PASS", `ZeRO ${stage}: ${save?.reason}`);
+      const read = ["exp_avg", "exp_avg_sq", "optimizer_step", "param_groups", "params", "rng"];
+      for (const c of read) assert.ok(save?.files_compared?.includes(c), `ZeRO ${stage}: ${c}`);
+      assert.deepEqual(
+        save?.files_not_checkable,
+        stage === 3 ? ["engine_counters", "module_weights"] : ["engine_counters"],
+      );
+      const universal = s.state_checks.find((c) => c.check === "convert");
+      assert.equal(universal?.verdict, "PASS", `ZeRO ${stage}: ${universal?.reason}`);
+      assert.deepEqual(universal?.files_not_checkable, ["engine_counters", "module_weights"]);
+    }
     // Plan sync of the same reshard by DeepSpeed's own planner, for every process: verified,
     // re-planned by the harness, and executed on the split's bytes equal to resume-ep1's state.
     for (const stage of [1, 2, 3]) {

@@ -27,6 +27,12 @@ globalThis.addEventListener("unload", () => Deno.removeSync(results, { recursive
 
 const PR7786 = join(PROJECT, "experiments/deepspeed/known_bugs/pr7786_bf16_zero0.yaml");
 const EXPERIMENT = "deepspeed-known-bug-pr7786";
+/** The same bug under a user's own script: a command trainer with `checkpoint_format: deepspeed`. */
+const PR7786_COMMAND = join(
+  PROJECT,
+  "experiments/deepspeed/known_bugs/pr7786_command_trainer.yaml",
+);
+const COMMAND_EXPERIMENT = "deepspeed-known-bug-pr7786-command";
 
 function saveCheck(summary: RunSummary) {
   const s = summary.state_checks.find((x) => x.check === "save");
@@ -50,7 +56,13 @@ Deno.test({
     assert.equal(loss?.first_divergent_step, 7, context);
     const save = saveCheck(summary);
     assert.equal(save.verdict, "FAIL");
-    assert.deepEqual(save.not_in_files, ["exp_avg", "exp_avg_sq", "optimizer_step", "params"]);
+    assert.deepEqual(save.not_in_files, [
+      "exp_avg",
+      "exp_avg_sq",
+      "optimizer_step",
+      "param_groups",
+      "params",
+    ]);
     assert.match(save.reason ?? "", /not in the checkpoint files: exp_avg, exp_avg_sq/);
     const restore = summary.state_checks.find((x) => x.phase === "resume-native");
     assert.ok(restore?.differing.includes("params"));
@@ -123,5 +135,34 @@ Deno.test({
     const said = "resume-from-3 loaded the params saved at step 6, not step 3's";
     assert.ok(summary.findings?.some((f) => f.title.includes(said)), context);
     assert.ok(!summary.diagnostics.some((d) => d.code === "checkpoint-tags-not-requested"));
+  },
+});
+
+Deno.test({
+  name: "known bug PR #7786 under a command trainer: checkpoint_format: deepspeed reads the files",
+  ignore: gate.ignore,
+  async fn() {
+    gate.assertVenvs();
+    const buggy = join(results, "command");
+    const run = await runExperiment(PR7786_COMMAND, buggy, []);
+    const context = await failureContext(buggy, COMMAND_EXPERIMENT);
+    assert.equal(run.code, 1, `0.18.4 must FAIL\n${context}`);
+    const summary = await latestSummary(buggy, COMMAND_EXPERIMENT);
+    const save = saveCheck(summary);
+    assert.equal(save.verdict, "FAIL", context);
+    // The harness read the split's tag folder back with the Python beside the trainer's torchrun.
+    assert.deepEqual(save.not_in_files, [
+      "exp_avg",
+      "exp_avg_sq",
+      "optimizer_step",
+      "param_groups",
+      "params",
+    ]);
+    assert.match(save.reason ?? "", /not in the checkpoint files: exp_avg, exp_avg_sq/);
+    assert.ok(save.files_compared?.includes("module_weights"), save.reason);
+    assert.deepEqual(save.files_not_checkable, ["engine_counters"]);
+    const card = summary.findings?.find((f) => f.code === "cause-save-differs");
+    assert.ok(card, JSON.stringify(summary.findings?.map((f) => f.code)));
+    assert.match(card.title, /not in the checkpoint files/);
   },
 });

@@ -77,6 +77,12 @@ for (const example of EXAMPLES) {
         assert.equal(restore?.verdict, "PASS", JSON.stringify(restore));
         const save = pass.state_checks.find((s) => s.check === "save");
         assert.equal(save?.verdict, "PASS", `the save check runs: ${JSON.stringify(save)}`);
+        if (example.dir === "deepspeed_script") {
+          // checkpoint_format: deepspeed: the harness read the tag folder back and compared it.
+          for (const c of ["params", "exp_avg", "exp_avg_sq", "module_weights"]) {
+            assert.ok(save?.files_compared?.includes(c), `${c}: ${save?.reason}`);
+          }
+        }
 
         const faulty = await runExperiment(file, results, [
           `resume.native.args.fault=${example.fault}`,

@@ -27,10 +27,8 @@ checkpoint.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
-import re
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -38,17 +36,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from autoep_layout import layout  # noqa: E402
 from process_maps import ep_rank_of, expert_data_parallel_group, slot_experts  # noqa: E402
 from process_state import KINDS, slot_digests, write_document  # noqa: E402
-
-_OPTIM_FILE = re.compile(r"(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_00_optim_states\.pt$")
+from zero_shards import fragments_of, load, optimizer_files, zero3_parameter  # noqa: E402
 
 
 class ExecutionError(Exception):
     """A one-line refusal (exit 1)."""
-
-
-def _load(path: str) -> Any:
-    import torch
-    return torch.load(path, map_location="cpu", weights_only=False)
 
 
 class CheckpointTensors:
@@ -64,12 +56,7 @@ class CheckpointTensors:
         self.world = self.ep_size * int(self.layers[0]["expert_data_parallel_world_size"])
         self.zero_stage = int(self.saved.get("zero_stage") or 0)
         self._files: Dict[str, Any] = {}  # each file is read once, whatever asks for it
-        files = {}
-        for path in glob.glob(os.path.join(folder, "*optim_states.pt")):
-            m = _OPTIM_FILE.search(os.path.basename(path))
-            if m:
-                files[int(m.group(1))] = path
-        self._optim_files = files
+        self._optim_files = optimizer_files(folder)
         self._param_layer = {p["name"]: layer for layer in self.layers for p in layer["params"]}
 
     # -- module weights ----------------------------------------------------------------------
@@ -103,8 +90,8 @@ class CheckpointTensors:
             raise ExecutionError(f"ZeRO stage {self.zero_stage} is not supported by the plan executor "
                                  "(ZeRO 1, 2 and 3 are)")
         group = expert_data_parallel_group(ep_rank, self.world, self.ep_size)
-        pieces: List[Tuple[int, Any]] = []
-        for index, process in enumerate(group):
+        partitions, mappings = [], []
+        for process in group:
             osd = self._optimizer_file(process)["optimizer_state_dict"]
             gi = self._expert_group_index(osd)
             partition = osd["single_partition_of_fp32_groups"][gi]
@@ -113,16 +100,12 @@ class CheckpointTensors:
                 if kind not in state:
                     return None
                 partition = state[kind]
-            mapping = osd["param_slice_mappings"][gi]
-            if name in mapping:
-                fragment = mapping[name]
-                pieces.append((index * partition.numel() + fragment.start,
-                               partition.narrow(0, fragment.start, fragment.numel)))
-        if not pieces:
+            partitions.append(partition)
+            mappings.append(osd["param_slice_mappings"][gi])
+        flat = fragments_of(partitions, mappings, name)
+        if flat is None:
             raise ExecutionError(f"{name}: in no optimizer partition of EP rank {ep_rank}")
-        pieces.sort(key=lambda item: item[0])
-        import torch
-        return torch.cat([t.float() for _, t in pieces]).view(self._local_shape(name))
+        return flat.view(self._local_shape(name))
 
     def _local_shape(self, name: str) -> List[int]:
         layer = self._param_layer[name]
@@ -132,7 +115,7 @@ class CheckpointTensors:
 
     def _file(self, path: str) -> Any:
         if path not in self._files:
-            self._files[path] = _load(path)
+            self._files[path] = load(path)
         return self._files[path]
 
     def _model_states(self) -> Any:
@@ -178,19 +161,11 @@ class CheckpointTensors:
                     return None
                 flat = state[kind]
             parts.append(flat)
-        count = len(group)
         names, shapes = self._zero3_group_params(wanted)
-        offset = 0
-        for other, shape in zip(names, shapes):
-            numel = 1
-            for dim in shape:
-                numel *= int(dim)
-            ps = -(-numel // count)
-            if other == name:
-                full = torch.cat([flat.narrow(0, offset, ps) for flat in parts])[:numel]
-                return full.float().view([int(d) for d in shape])
-            offset += ps
-        raise ExecutionError(f"ZeRO-3: {name} is not in the {wanted} sub-group")
+        full = zero3_parameter(parts, list(zip(names, shapes)), name)
+        if full is None:
+            raise ExecutionError(f"ZeRO-3: {name} is not in the {wanted} sub-group")
+        return full
 
     def _zero3_group_params(self, group_name: str) -> Tuple[List[str], List[Any]]:
         for shapes in self._model_states()["param_shapes"]:

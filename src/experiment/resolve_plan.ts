@@ -13,18 +13,27 @@
 import { deviceDemand } from "./device_demand.ts";
 import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
 import { isAbsolute, join, resolve } from "node:path";
-import { argText, type PresetDescriptor, presetNamed, topologyArgs } from "../presets/mod.ts";
-import type {
-  ExecutorSpec,
-  LaneChoice,
-  MetricsSpec,
-  PhasePaths,
-  PhaseSpec,
-  ResolvedPlan,
-  SlurmExecutorSpec,
+import {
+  argText,
+  checkpointReaderArgv,
+  checkpointReaderInputs,
+  type PresetDescriptor,
+  presetNamed,
+  topologyArgs,
+} from "../presets/mod.ts";
+import {
+  CHECKPOINT_FILES_DOCUMENT,
+  type ExecutorSpec,
+  type LaneChoice,
+  type MetricsSpec,
+  type PhasePaths,
+  type PhaseSpec,
+  type ResolvedPlan,
+  type SlurmExecutorSpec,
 } from "../types/phase_spec.ts";
 import { canonicalJson } from "./canonical_json.ts";
-import { phaseGraph, type PhaseNode } from "./phase_graph.ts";
+import { phaseGraph, type PhaseNode, trainerPreset } from "./phase_graph.ts";
+import { checkpointFormatOf, readerPythonOf } from "./checkpoint_read_back.ts";
 import { interpolate, interpolateArg } from "./placeholders.ts";
 import type { ExecutorEntry, Experiment, TrainerArgs } from "./schema.ts";
 import type { Diagnostic } from "../types/summary.ts";
@@ -423,12 +432,61 @@ function compilePhase(
   if (node.tool === "trainer") spec.metrics = metricsSpec(entry.metrics, preset, vars, ctx.baseDir);
   const marker = entry.checkpoint_marker ?? preset?.checkpointMarker;
   if (node.role === "split" && marker) spec.checkpointMarker = marker;
+  const readBack = readBackOf(exp, node, paths, vars, ctx.baseDir);
+  if (readBack) {
+    spec.readBack = readBack.spec;
+    // The reader's code joins the key, unless a folder already listed holds it (the preset's).
+    for (const input of readBack.inputs) {
+      if (!spec.codeInputs.some((c) => input === c || input.startsWith(`${c}/`))) {
+        spec.codeInputs.push(input);
+      }
+    }
+  }
   if (entry.retry) spec.retry = entry.retry;
   if (node.tool === "planner") {
     const { fault: _fault, ...target } = node.args;
     spec.target = target;
   }
   return spec;
+}
+
+/**
+ * The checkpoint read-back of a split (its tag folder) or a convert phase (its universal folder)
+ * when the trainer names a checkpoint format: the reader runs with the preset's Python for the
+ * phase's arguments, or the Python beside a command trainer's program.
+ */
+function readBackOf(
+  exp: Experiment,
+  node: PhaseNode,
+  paths: PhasePaths,
+  vars: Record<string, string>,
+  baseDir: string,
+): { spec: NonNullable<PhaseSpec["readBack"]>; inputs: string[] } | undefined {
+  const format = checkpointFormatOf(exp);
+  const folder = node.role === "split"
+    ? paths.checkpointTag
+    : node.role === "convert"
+    ? paths.universal
+    : undefined;
+  if (format === undefined || folder === undefined) return undefined;
+  const preset = trainerPreset(exp);
+  let python: string | undefined;
+  if (preset) python = preset.readerPython?.(node.args);
+  else if (exp.trainer.command) {
+    const template = readerPythonOf(exp.trainer.command);
+    const cwd = exp.trainer.cwd ? resolve(baseDir, interpolate(exp.trainer.cwd, vars)) : baseDir;
+    const program = template === undefined ? undefined : interpolate(template, vars);
+    // A bare name (`${python}` without args.venv: python3) is found on PATH, as the trainer's is.
+    if (program !== undefined) python = program.includes("/") ? resolve(cwd, program) : program;
+  }
+  if (python === undefined) return undefined; // the rules refuse such a file first
+  return {
+    spec: {
+      argv: checkpointReaderArgv(format, python, folder),
+      out: join(paths.dir, CHECKPOINT_FILES_DOCUMENT),
+    },
+    inputs: checkpointReaderInputs(format),
+  };
 }
 
 /** Where a phase runs: the file's executor entry resolved, local when none says otherwise. */

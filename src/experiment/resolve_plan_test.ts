@@ -478,3 +478,51 @@ Deno.test("resolvePlan(): several saves, one tag each; a resume loads its from_s
   assert.deepEqual(hf.get("split")!.argv, ["python3", "train.py", "3,6"]);
   assert.equal(hf.get("resume-early")!.paths.resumeFrom, `${root}/ck-3`);
 });
+
+Deno.test("resolvePlan(): checkpoint_format reads the split's tag and the universal folder back", () => {
+  // A command trainer: the Python beside its program, relative to the experiment's folder.
+  const command = specs(experiment({
+    trainer: {
+      command: ["../venvs/${args.venv}/bin/torchrun", "train.py"],
+      args: { venv: "ds" },
+      checkpoint_format: "deepspeed",
+    },
+    converter: { command: ["convert", "${native}", "${universal}"] },
+  }));
+  const byName = command;
+  const split = byName.get("split")!;
+  assert.equal(split.readBack?.argv[0], "/venvs/ds/bin/python");
+  assert.match(split.readBack?.argv[1] ?? "", /adapters\/deepspeed\/checkpoint_files\.py$/);
+  assert.equal(split.readBack?.argv[2], split.paths.checkpointTag);
+  assert.equal(split.readBack?.out, `${split.paths.dir}/checkpoint_files.json`);
+  // The reader's code joins the split's cache key.
+  assert.ok(split.codeInputs.some((input) => input.endsWith("deepspeed/checkpoint_files.py")));
+  assert.ok(split.codeInputs.some((input) => input.endsWith("deepspeed/zero_shards.py")));
+  const convert = byName.get("convert")!;
+  assert.equal(convert.readBack?.argv[2], convert.paths.universal);
+  for (const name of ["baseline", "resume-native", "resume-universal"]) {
+    assert.equal(byName.get(name)!.readBack, undefined, name);
+  }
+  // `${python}` (args.venv's Python, else python3 from PATH) is the reader's Python too.
+  const templated = specs(experiment({
+    trainer: {
+      command: ["${python}", "train.py"],
+      args: { venv: ".venv-a" },
+      checkpoint_format: "deepspeed",
+    },
+    converter: { command: ["convert"] },
+  }));
+  assert.equal(templated.get("split")!.readBack?.argv[0], "/exp/.venv-a/bin/python");
+  // Without the key nothing is read back; the deepspeed preset sets it, with its venv's Python.
+  const plain = specs(experiment({
+    trainer: { command: ["../venvs/ds/bin/torchrun", "train.py"] },
+    converter: { command: ["convert"] },
+  }));
+  assert.equal(plain.get("split")!.readBack, undefined);
+  const preset = specs(experiment({
+    trainer: { preset: "deepspeed", args: { world_size: 2, venv: "/v/ds" } },
+    converter: { preset: "deepspeed", args: { venv: "/v/conv" } },
+  }));
+  assert.equal(preset.get("split")!.readBack?.argv[0], "/v/ds/bin/python");
+  assert.equal(preset.get("convert")!.readBack?.argv[0], "/v/conv/bin/python");
+});

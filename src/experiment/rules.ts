@@ -16,6 +16,7 @@ import { mergeArgs, phaseGraph, programArgs, programEntry, trainerPreset } from 
 import type { Experiment, ProcessEntry, TrainerArgs } from "./schema.ts";
 import { deviceDemand } from "./device_demand.ts";
 import { lastSave, resumeFromStep, saveSteps } from "./save_steps.ts";
+import { readerPythonOf } from "./checkpoint_read_back.ts";
 
 /** Names of the phases an experiment produces, in run order (see {@link phaseGraph}). */
 export function phaseNames(exp: Experiment): string[] {
@@ -144,6 +145,18 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
       if (problem) add(`${kind}.checkpoint_tag`, problem);
       else if (/[\\/]/.test(entry.checkpoint_tag) || entry.checkpoint_tag.startsWith(".")) {
         add(`${kind}.checkpoint_tag`, "expected a folder name (no '/', not starting with '.')");
+      }
+    }
+    if (entry.checkpoint_format !== undefined) {
+      if (kind !== "trainer") {
+        add(`${kind}.checkpoint_format`, "only the trainer's checkpoints are read back");
+      } else if (entry.command && readerPythonOf(entry.command) === undefined) {
+        add(
+          `${kind}.command[0]`,
+          "trainer.checkpoint_format reads the checkpoint with the Python beside the trainer's " +
+            "program: expected a path into a venv's bin folder (e.g. .venv/bin/torchrun), got " +
+            JSON.stringify(entry.command[0]),
+        );
       }
     }
     entry.code_inputs?.forEach((input, i) => {

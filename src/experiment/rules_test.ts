@@ -414,6 +414,27 @@ Deno.test("checkExperimentRules() keeps topology_args and checkpoint_tag where t
   deepEqual(rulesOf(with_((r) => (r.trainer.checkpoint_tag = "step_${save_at}"), commandRaw)), []);
 });
 
+Deno.test("checkExperimentRules(): checkpoint_format needs the trainer's program in a venv", () => {
+  const withFormat = (program: string) =>
+    with_((r) => {
+      r.trainer.checkpoint_format = "deepspeed";
+      r.trainer.command[0] = program;
+    }, commandRaw);
+  deepEqual(rulesOf(withFormat(".venv/bin/torchrun")), []);
+  deepEqual(rulesOf(withFormat("python3")), [
+    "trainer.command[0]: trainer.checkpoint_format reads the checkpoint with the Python beside " +
+    "the trainer's program: expected a path into a venv's bin folder (e.g. .venv/bin/torchrun), " +
+    'got "python3"',
+  ]);
+  deepEqual(
+    rulesOf(
+      with_((r) => (r.converter = { command: ["c"], checkpoint_format: "deepspeed" }), commandRaw),
+    )
+      .filter((e) => e.includes("checkpoint_format")),
+    ["converter.checkpoint_format: only the trainer's checkpoints are read back"],
+  );
+});
+
 /** A deepspeed-preset experiment with plan sync of a reshard to autoep_size 1. */
 function deepspeedRaw(): Loose {
   return {

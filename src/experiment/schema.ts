@@ -8,7 +8,7 @@
  */
 
 import { z } from "zod";
-import { PRESET_NAMES } from "../presets/mod.ts";
+import { CHECKPOINT_FORMATS, PRESET_NAMES } from "../presets/mod.ts";
 import type { CompareSpec } from "../types/phase_spec.ts";
 import { LANES } from "../types/judge_settings.ts";
 import {
@@ -156,6 +156,12 @@ export const ProcessSchema = z.object({
   checkpoint_marker: z.string().min(1).optional()
     .describe(
       "file inside the saved tag folder that proves the save completed (default: the preset's)",
+    ),
+  checkpoint_format: z.enum(CHECKPOINT_FORMATS).optional()
+    .describe(
+      "trainer only: the layout its checkpoints are written in (deepspeed); the harness reads " +
+        "the split's tag folder and the converter's universal folder back with the trainer's " +
+        "Python and checks what they hold against the saved digests (default: the preset's)",
     ),
   checkpoint_tag: z.string().min(1).optional()
     .describe("tag folder the split saves under the checkpoint root; default global_step${save_at}")

@@ -25,8 +25,19 @@ import { planComparisons } from "./plan_comparisons.ts";
 import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 import { looksRounded, roundedSides, roundingBound } from "./rounded.ts";
 import { type SensitivityContext, withSensitivity } from "./sensitivity.ts";
-import { checkRestoredState, checkSavedState, findDigestEvent } from "./state_checks.ts";
-import type { Evaluation, EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
+import {
+  checkConvertedFiles,
+  checkRestoredState,
+  checkSavedState,
+  findDigestEvent,
+} from "./state_checks.ts";
+import type {
+  CheckpointFilesEvidence,
+  Evaluation,
+  EvaluationInput,
+  PhaseEvidence,
+  PlannedComparison,
+} from "./types.ts";
 import { firstAtLeast } from "./_sorted.ts";
 
 /** Roles whose phases train and therefore log metrics. */
@@ -71,7 +82,7 @@ export function resolveTolerance(
 export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
   const diagnostics: Diagnostic[] = [];
   const phases = new Map(input.phases.map((p) => [p.name, p]));
-  const series = await readPhaseSeries(input.phases, diagnostics);
+  const series = await readPhaseSeries(input.phases, diagnostics, input.saveAt);
   const judged = (name: string): MetricSeries | undefined =>
     phases.get(name)?.status === "ok" ? series.get(name) : undefined;
 
@@ -161,6 +172,7 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
 async function readPhaseSeries(
   phases: readonly PhaseEvidence[],
   diagnostics: Diagnostic[],
+  saveAt: number,
 ): Promise<Map<string, MetricSeries>> {
   const series = new Map<string, MetricSeries>();
   const ordered = [
@@ -179,7 +191,11 @@ async function readPhaseSeries(
       }
       continue;
     }
-    const read = await (phase.series ?? readMetrics(phase.metricsPath, { ...phase.metrics }));
+    const read = withFilesEvent(
+      await (phase.series ?? readMetrics(phase.metricsPath, { ...phase.metrics })),
+      phase.checkpointFiles,
+      saveAt,
+    );
     if (phase.status === "ok") {
       series.set(phase.name, read);
       for (const d of read.diagnostics) diagnostics.push({ ...d, phase: phase.name });
@@ -257,7 +273,35 @@ function stateChecks(
         "captured the wrong state would pass its restore checks",
     });
   }
+
+  // The universal folder the converter wrote, read back: it must hold the state saved at the step
+  // it converted (its universal resumes' from_step).
+  const converted = input.converted;
+  if (converted?.files.document && split?.status === "ok") {
+    const step = input.phases.find((p) => p.resumeKind === "universal")?.fromStep ?? input.saveAt;
+    state_checks.push(
+      checkConvertedFiles(converted.phase, judged(split.name), converted.files.document, step),
+    );
+  }
+
   return state_checks;
+}
+
+/**
+ * A split's series with the harness's read-back of its checkpoint files as a `files` event at the
+ * save step, first, so it is the one the save check reads (a trainer may report its own).
+ */
+function withFilesEvent(
+  series: MetricSeries,
+  files: CheckpointFilesEvidence | undefined,
+  saveAt: number,
+): MetricSeries {
+  if (!files?.document) return series;
+  const fields = { event: "files", step: saveAt, source: "harness", ...files.document };
+  return {
+    ...series,
+    events: [{ event: "files", step: saveAt, line: 0, fields }, ...series.events],
+  };
 }
 
 /**

@@ -463,3 +463,35 @@ Deno.test("lossesCsv() writes one column per phase with full precision", async (
     assert.equal(Number(csv[21].split(",")[1]), loss(21), "values round-trip");
   });
 });
+
+Deno.test("evaluateRun() judges the harness's read-back of the split and of the universal folder", async () => {
+  await withTempDir(async (dir) => {
+    const input = await run(dir, {});
+    const split = input.phases.find((p) => p.role === "split")!;
+    // The files hold no optimizer state (PR #7786): the save check FAILs, files alone.
+    split.checkpointFiles = {
+      document: { digests: { rng: "r1" }, absent: ["params", "exp_avg", "exp_avg_sq"] },
+    };
+    const universal = {
+      digests: { params: "p1", exp_avg: "e1", exp_avg_sq: "x" },
+      absent: [],
+      not_read: { rng: "not in this test's folder" },
+    };
+    const e = await evaluateRun({
+      ...input,
+      converted: { phase: "convert", files: { document: universal } },
+    });
+    assert.equal(e.verdict, "FAIL");
+    const save = e.state_checks.find((s) => s.check === "save");
+    assert.deepEqual(save?.not_in_files, ["exp_avg", "exp_avg_sq", "params"]);
+    const convert = e.state_checks.find((s) => s.check === "convert");
+    assert.equal(convert?.phase, "convert");
+    assert.deepEqual(convert?.differing, ["exp_avg_sq"]);
+    assert.deepEqual(convert?.files_not_checkable, ["rng"]);
+    // An unreadable folder gives no file evidence: the run is as without the key.
+    split.checkpointFiles = { unreadable: "checkpoint_files: a layout it does not read" };
+    const plain = await evaluateRun(input);
+    assert.equal(plain.verdict, "PASS");
+    assert.equal(plain.state_checks.find((s) => s.check === "save"), undefined);
+  });
+});

@@ -284,6 +284,7 @@ export const ROOT_CAUSE_RULES: readonly RootCauseRule[] = [
   },
   { name: "plan executions", find: (run) => planExecutionFindings(run.plan_sync ?? []) },
   { name: "save", find: (run) => saveFindings(run) },
+  { name: "universal folder", find: (run) => convertFindings(run) },
   { name: "divergence", find: (run, kinds) => divergenceFindings(run, kinds) },
   { name: "state only", find: (run) => stateOnlyFindings(run) },
   { name: "noise floor", find: (run) => noiseFloorFindings(run) },
@@ -529,6 +530,26 @@ function saveNext(run: RootCauseInput, differing: string[]): string {
 }
 
 /**
+ * The universal folder the converter wrote, read back, does not hold the split's saved state:
+ * the converter's card, whatever the resumes from it show.
+ */
+function convertFindings(run: RootCauseInput): Finding[] {
+  return run.state_checks.filter((s) => s.check === "convert" && s.verdict === "FAIL").map((s) => ({
+    code: CAUSE_CODES.converter,
+    verdict: "FAIL",
+    phases: [s.phase],
+    state: s.differing,
+    headline: `the universal folder differs from the saved state in ${s.differing.join(", ")}`,
+    title: `The universal folder ${s.phase} wrote does not hold the split's saved state: ${
+      componentList(s.differing, s.framework)
+    }${tensorSuffix([s])}.`,
+    next: "Inspect the universal converter (ds_to_universal) for the named components: the " +
+      "folder was read back without an engine, so no loader is involved yet.",
+    evidence: [`${s.phase}: ${s.reason ?? s.differing.join(", ")}`],
+  }));
+}
+
+/**
  * Resumes whose restored state differs from the saved one while none of their comparisons
  * FAILs: the loss does not show it (yet), the state check alone fails the run. Resumes that name
  * the same components share a card.
@@ -539,7 +560,7 @@ function stateOnlyFindings(run: RootCauseInput): Finding[] {
   );
   const groups = new Map<string, string[]>();
   for (const check of run.state_checks) {
-    if (check.check === "save" || check.verdict !== "FAIL" || failing.has(check.phase)) continue;
+    if (check.check || check.verdict !== "FAIL" || failing.has(check.phase)) continue;
     const key = check.differing.join(", ");
     groups.set(key, [...(groups.get(key) ?? []), check.phase]);
   }

@@ -312,6 +312,31 @@ Deno.test("findRootCauses() cause-save-differs: the save, not the load, with or 
   assert.match(quiet[0].title, /no loss shows it/);
 });
 
+Deno.test("findRootCauses() cause-converter: a universal folder that does not hold the saved state", () => {
+  const convert: StateCheckSummary = {
+    phase: "convert",
+    check: "convert",
+    verdict: "FAIL",
+    available: true,
+    differing: ["params"],
+    framework: "deepspeed",
+    differing_tensors: ["w · params"],
+    differing_tensors_total: 1,
+  };
+  const loads = RESUMES.map((p) => ({ phase: p, verdict: "PASS", available: true, differing: [] }));
+  const f = findRootCauses(
+    input(RESUMES.map((p) => vs(p)), { states: [convert, ...loads] as StateCheckSummary[] }),
+    KINDS,
+  );
+  // Its own card, not a restore check's ("the restored state differs").
+  assert.deepEqual(f.map((x) => x.code), ["cause-converter"]);
+  assert.deepEqual(f[0].phases, ["convert"]);
+  assert.match(
+    f[0].title,
+    /universal folder convert wrote does not hold .*the fp32 master.*w · params/,
+  );
+});
+
 Deno.test("findRootCauses() cause-divergence: distinct failures get a card each, never one headline", () => {
   // No digests and no readable pattern: two faults at different steps are two findings.
   const noDigests = RESUMES.map((p) => ({

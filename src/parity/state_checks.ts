@@ -133,6 +133,52 @@ export function checkSavedState(
 }
 
 /**
+ * The convert check: the universal folder the converter wrote, read back by the checkpoint
+ * reader (`document`), against the split's `saved` digests by the same names. A component the
+ * folder does not hold is "not in the checkpoint files"; one it holds with other bytes differs
+ * (its tensors named); components no universal folder holds (`not_read`: the module weights,
+ * the accumulation-window position) are not compared. N/A without the split's digests.
+ */
+export function checkConvertedFiles(
+  convert: string,
+  splitSeries: MetricSeries | undefined,
+  document: Record<string, unknown>,
+  saveAt: number,
+): StateCheckSummary {
+  const saved = findDigestEvent(splitSeries, "saved", saveAt);
+  if (saved === undefined || !isDigestMap(document.digests)) {
+    return {
+      phase: convert,
+      check: "convert",
+      verdict: "N/A",
+      available: false,
+      differing: [],
+      reason: "the split's saved event carries no state digests, so the universal folder " +
+        "cannot be checked.",
+    };
+  }
+  const files: EventRecord = {
+    event: "files",
+    step: saveAt,
+    line: 0,
+    fields: { event: "files", step: saveAt, ...document },
+  };
+  const summary = _withFiles(convert, undefined, saved, files, "convert");
+  return {
+    ...summary,
+    reason: (summary.reason ?? "")
+      .replace("Files vs engine:", "The universal folder vs the split's saved state:")
+      .replace("not in the checkpoint files", "not in the universal folder")
+      .replace(
+        "the checkpoint files differ from the engine's",
+        "the universal folder differs from the",
+      )
+      .replace("the checkpoint files hold the engine's", "the universal folder holds the")
+      .replace("Not checkable from the files", "Not checkable from the universal folder"),
+  };
+}
+
+/**
  * The save check's file side: each component of the engine's `saved` digests that the reader
  * found `absent` from the files is "not in the checkpoint files"; each it read and hashed
  * differently differs (and its tensors are named); components the reader does not reproduce
@@ -143,6 +189,7 @@ function _withFiles(
   engine: StateCheckSummary | undefined,
   saved: EventRecord,
   files: EventRecord,
+  check: "save" | "convert" = "save",
 ): StateCheckSummary {
   const engineDigests = saved.fields.digests as Record<string, unknown>;
   const fileDigests = files.fields.digests as Record<string, unknown>;
@@ -170,7 +217,7 @@ function _withFiles(
     : [];
   const base: StateCheckSummary = engine ?? {
     phase: split,
-    check: "save",
+    check,
     verdict: "PASS",
     available: true,
     differing: [],
@@ -194,6 +241,18 @@ function _withFiles(
   if (notInFiles.length === 0 && filesDiffering.length === 0) {
     sentences.push(`the checkpoint files hold the engine's saved ${compared.join(", ")}.`);
   }
+  // What the reader says the files cannot give (never counted as equal).
+  const whyNot = files.fields.not_read;
+  const notCheckable = whyNot !== null && typeof whyNot === "object" && !Array.isArray(whyNot)
+    ? Object.keys(engineDigests).filter((name) => !absent.has(name) && !(name in fileDigests))
+      .filter((name) => name in (whyNot as Record<string, unknown>)).sort()
+    : [];
+  if (notCheckable.length > 0) {
+    const reasons = notCheckable.map((name) =>
+      `${name}: ${String((whyNot as Record<string, unknown>)[name])}`
+    );
+    sentences.push(`Not checkable from the files: ${reasons.join("; ")}.`);
+  }
   const framework = typeof saved.fields.framework === "string"
     ? saved.fields.framework
     : base.framework;
@@ -207,6 +266,7 @@ function _withFiles(
     reason: sentences.join(" "),
   };
   if (notInFiles.length > 0) summary.not_in_files = notInFiles;
+  if (notCheckable.length > 0) summary.files_not_checkable = notCheckable;
   if (filesDiffering.length > 0) summary.files_differing = filesDiffering;
   if (tensors.length > 0 && (summary.differing_tensors ?? []).length === 0) {
     summary.differing_tensors = tensors.slice(0, MAX_TENSORS_NAMED);
@@ -364,5 +424,9 @@ export function tensorList(checks: readonly StateCheckSummary[], shown = 3): str
 
 /** How reports name a state check: its phase, and `(save)` for the save check. */
 export function stateCheckName(check: Pick<StateCheckSummary, "phase" | "check">): string {
-  return check.check === "save" ? `${check.phase} (save)` : check.phase;
+  return check.check === "save"
+    ? `${check.phase} (save)`
+    : check.check === "convert"
+    ? `${check.phase} (universal folder)`
+    : check.phase;
 }

@@ -4,6 +4,7 @@ import { parseJsonl, readJsonl } from "../metrics/jsonl.ts";
 import { TENSORS_ERROR_FIELD } from "../metrics/tensors_file.ts";
 import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
 import {
+  checkConvertedFiles,
   checkRestoredState,
   checkSavedState,
   loadedSaveText,
@@ -256,4 +257,53 @@ Deno.test("checkSavedState() PASSes files that hold the engine's state, comparin
   assert.equal(r.verdict, "PASS", r.reason);
   assert.deepEqual(r.files_compared, ["params", "rng"]);
   assert.equal(r.not_in_files, undefined);
+});
+
+Deno.test("checkSavedState() names what the files cannot give, never as equal", () => {
+  const engine = { params: "p", engine_counters: "c", module_weights: "w" };
+  const split = splitWithFiles(engine, {
+    digests: { params: "p" },
+    absent: [],
+    not_read: {
+      engine_counters: "DeepSpeed does not save the accumulation-window position",
+      module_weights: "ZeRO-3 saves no module weights",
+    },
+  });
+  const r = checkSavedState("split", undefined, split, 5);
+  assert.equal(r.verdict, "PASS", r.reason);
+  assert.deepEqual(r.files_compared, ["params"]);
+  assert.deepEqual(r.files_not_checkable, ["engine_counters", "module_weights"]);
+  assert.match(r.reason ?? "", /Not checkable from the files: engine_counters: DeepSpeed/);
+});
+
+Deno.test("checkConvertedFiles() checks the universal folder against the saved digests", () => {
+  const engine = { params: "p", exp_avg: "m", module_weights: "w" };
+  const split = splitWithFiles(engine, { digests: engine, absent: [] }, {
+    saved: { "a · exp_avg": "1", "b · exp_avg": "2" },
+    files: {},
+  });
+  const good = checkConvertedFiles("convert", split, {
+    digests: { params: "p", exp_avg: "m" },
+    absent: [],
+    not_read: { module_weights: "a universal folder holds no module weights" },
+  }, 5);
+  assert.equal(good.verdict, "PASS", good.reason);
+  assert.equal(good.check, "convert");
+  assert.deepEqual(good.files_compared, ["exp_avg", "params"]);
+  assert.deepEqual(good.files_not_checkable, ["module_weights"]);
+  const bad = checkConvertedFiles("convert", split, {
+    digests: { params: "p", exp_avg: "x" },
+    tensors: { "a · exp_avg": "1", "b · exp_avg": "9" },
+    absent: [],
+  }, 5);
+  assert.equal(bad.verdict, "FAIL");
+  assert.deepEqual(bad.differing, ["exp_avg"]);
+  assert.deepEqual(bad.differing_tensors, ["b · exp_avg"]);
+  assert.match(
+    bad.reason ?? "",
+    /The universal folder vs the split's saved state: the universal folder differs from the saved state in exp_avg/,
+  );
+  assert.equal(stateCheckName(bad), "convert (universal folder)");
+  // Without the split's digests there is nothing to check against.
+  assert.equal(checkConvertedFiles("convert", undefined, { digests: {} }, 5).verdict, "N/A");
 });

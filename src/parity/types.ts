@@ -53,6 +53,16 @@ export interface PhaseEvidence {
   calibration?: Calibration;
   /** Its metrics as read ahead (while later phases ran); read from `metricsPath` when absent. */
   series?: Promise<MetricSeries>;
+  /** Split: its checkpoint files as the harness's reader digested them (`trainer.checkpoint_format`). */
+  checkpointFiles?: CheckpointFilesEvidence;
+}
+
+/** What the checkpoint reader found in a folder: its document, or why it could not read it. */
+export interface CheckpointFilesEvidence {
+  /** `digests`, `tensors`, `absent`, `not_read` (component -> why) and `layout`. */
+  document?: Record<string, unknown>;
+  /** Why the folder could not be read. */
+  unreadable?: string;
 }
 
 /** Everything the engine needs to judge one run. */
@@ -75,6 +85,8 @@ export interface EvaluationInput {
   drift: DriftSpec;
   /** All phases of the run. */
   phases: PhaseEvidence[];
+  /** The convert phase's universal folder as the checkpoint reader digested it, when it ran. */
+  converted?: { phase: string; files: CheckpointFilesEvidence };
 }
 
 /** The engine's judgement of one run. */

@@ -28,7 +28,7 @@ import {
 import { recordChild } from "./manifest.ts";
 import { checkPlanFile } from "./plan_check.ts";
 import { ATTEMPT_DIR_PATTERN, moveAttemptAside, shouldRetry } from "./retry.ts";
-import { writeJsonAtomic, writeJsonInTurn } from "./run_store.ts";
+import { pathExists, writeJsonAtomic, writeJsonInTurn } from "./run_store.ts";
 import {
   attachEarlierJob,
   executionContext,
@@ -38,6 +38,7 @@ import {
 } from "./slurm_phase.ts";
 import { hashPhaseOutputs, notReused } from "./output_hashes.ts";
 import { hashCheckpoints, warmCheckpointHasher } from "./checkpoint_hashes.ts";
+import { readCheckpointBack } from "./checkpoint_read_back.ts";
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
@@ -221,6 +222,10 @@ async function reusePhase(
   const { spec } = state;
   await linkPhaseFolder(hit.phaseDir, spec.paths.dir);
   state.present = true;
+  // A phase cached before its trainer named a checkpoint format has no read-back yet.
+  if (spec.readBack && !hit.artifactsMissing && !(await pathExists(spec.readBack.out))) {
+    await readCheckpointBack(spec);
+  }
   let status: PhaseStatus = "ok";
   let message: string | undefined;
   if (spec.role === "plan") {
@@ -414,6 +419,15 @@ async function checkedStatus(
   if (status !== "ok") return { status, message };
   const missing = await missingArtifact(spec);
   if (missing) return { status: "failed", message: missing };
+  if (spec.readBack) {
+    // The checkpoint as written, read by a process of its own before anything consumes it.
+    const read = await readCheckpointBack(spec);
+    ctx.progress.note(
+      `${spec.name}: checkpoint files read back in ${read!.wall_s} s${
+        read!.unreadable ? ` (unreadable: ${read!.unreadable})` : ""
+      }`,
+    );
+  }
   if (spec.role !== "plan") return { status, message };
   hooks.released();
   await ctx.gate.settled();

@@ -13,6 +13,7 @@ import {
   cardLines,
   causeLine,
   CONSOLE_WARNINGS,
+  type CheckpointFilesEvidence,
   evaluateRun,
   judgeRun,
   lossesCsv,
@@ -504,6 +505,16 @@ function judgeSettings(
   return settings;
 }
 
+/** A JSON object file (a checkpoint reader's record), or undefined when absent or malformed. */
+async function readJsonIfPresent(path: string): Promise<CheckpointFilesEvidence | undefined> {
+  try {
+    const value = JSON.parse(await Deno.readTextFile(path));
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Reads every phase's metrics and checks and returns them as the judge's evidence: the engine's
  * evaluation, schedule bounds, the golden, plan sync with its executions, phase endings and the
@@ -533,10 +544,24 @@ async function gatherEvidence(
       ...(present && metrics ? { series: metrics } : {}),
     }));
   const split = plan.phases.find((s) => s.role === "split");
+  // The checkpoint folders the harness read back (trainer.checkpoint_format).
+  for (const phase of phases) {
+    const state = states.find((s) => s.spec.name === phase.name);
+    if (phase.role !== "split" || phase.status !== "ok" || !state?.spec.readBack) continue;
+    const files = await readJsonIfPresent(state.spec.readBack.out);
+    if (files) phase.checkpointFiles = files;
+  }
+  const convert = states.find((s) =>
+    s.spec.role === "convert" && s.summary?.status === "ok" && s.spec.readBack
+  );
+  const convertedFiles = convert ? await readJsonIfPresent(convert.spec.readBack!.out) : undefined;
   const evaluation = await evaluateRun({
     ...plan.judge,
     gradAccum: split?.gradAccum,
     phases,
+    ...(convert && convertedFiles
+      ? { converted: { phase: convert.spec.name, files: convertedFiles } }
+      : {}),
   });
   // Each plan beside the resumes that actually ran on its target topology.
   const planSync = states.flatMap(({ plan: verified, spec }) => {

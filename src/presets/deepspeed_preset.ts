@@ -234,8 +234,8 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
     read_back_checkpoint: {
       flag: "--read-back-checkpoint",
       values: [true, false],
-      description: "after the save, read the checkpoint's files back in a process of their own " +
-        "(a `files` event: the save check compares the files too; dense ZeRO 0-2 only)",
+      description: "after the save, the script reads the checkpoint's files back itself (a " +
+        "`files` event); the preset's harness-side read-back (checkpoint_format) does it anyway",
     },
     deepspeed: {
       flag: "--deepspeed",
@@ -276,6 +276,10 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
   tools: ["trainer", "converter", "planner", "executor"],
   executesPlans: false,
   checkpointMarker: "parity_checkpoint_complete.json",
+  // The split's tag folder and the converter's universal folder are read back by
+  // adapters/deepspeed/checkpoint_files.py in the phase's own venv.
+  checkpointFormat: "deepspeed",
+  readerPython: (args) => join(deepspeedVenv(args), "bin/python"),
   gradAccumArg: "grad_accum",
   metricsFormat: "jsonl",
   // The script imports parity_hooks.deepspeed, installed into the venv from ./hooks.

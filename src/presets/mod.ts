@@ -12,6 +12,7 @@ import { REFERENCE_PRESET } from "./reference_preset.ts";
 
 export * from "./preset.ts";
 export { PROJECT_DIR } from "./project_dir.ts";
+export * from "./checkpoint_readers.ts";
 export { REFERENCE_CLI, REFERENCE_PRESET } from "./reference_preset.ts";
 export { DEEPSPEED_PRESET, DEEPSPEED_VENV } from "./deepspeed_preset.ts";
 export { HF_PRESET, HF_TENSORBOARD_DIR, HOOKS_VENV } from "./hf_preset.ts";

@@ -7,6 +7,7 @@
  * @module
  */
 
+import type { CheckpointFormat } from "./checkpoint_readers.ts";
 import type { MetricsFormat, PhaseTool } from "../types/phase_spec.ts";
 
 /** One argument a preset understands (`trainer.args.<key>`). */
@@ -61,6 +62,13 @@ export interface PresetDescriptor {
   executesPlans: boolean;
   /** File inside a saved tag folder that proves the save completed. */
   checkpointMarker?: string;
+  /**
+   * The layout its checkpoints are written in, read back after the split and the converter
+   * (`trainer.checkpoint_format` of a command trainer says the same).
+   */
+  checkpointFormat?: CheckpointFormat;
+  /** The Python that runs the checkpoint reader for a phase with these arguments (its venv's). */
+  readerPython?: (args: Readonly<Record<string, unknown>>) => string;
   /**
    * Template of the tag folder its split saves under `${checkpoint_dir}` (placeholders `save_at`,
    * `steps`, `seed`, `experiment`); default `global_step${save_at}`. `trainer.checkpoint_tag`

@@ -94,6 +94,9 @@ export interface LaneChoice {
   reason: string;
 }
 
+/** The checkpoint reader's document in a split's or convert phase's folder ({@link PhaseSpec.readBack}). */
+export const CHECKPOINT_FILES_DOCUMENT = "checkpoint_files.json";
+
 /** One phase, fully resolved: a child process ready to launch and everything judged about it. */
 export interface PhaseSpec {
   /** Unique phase name: `baseline`, `split`, `convert`, `resume-<name>`, `plan-<policy>`... */
@@ -146,6 +149,12 @@ export interface PhaseSpec {
   metrics?: MetricsSpec;
   /** Split: file inside the tag folder that proves the save completed. */
   checkpointMarker?: string;
+  /**
+   * Split and convert, when the trainer names a checkpoint format: the reader the harness runs
+   * after the phase on its checkpoint folder (`argv`, in the trainer's Python environment), and
+   * where its JSON document goes (`out`, in the phase folder).
+   */
+  readBack?: { argv: string[]; out: string };
   /** Files, folders or `!commands` whose content joins the cache key. */
   codeInputs: string[];
   /** Flaky-infrastructure retries. */

@@ -246,9 +246,10 @@ export interface StateCheckSummary {
   /**
    * `save`: the split's saved digests against the baseline's snapshot at the save step and against
    * what the checkpoint files hold (a `files` event); absent:
-   * a resume's loaded digests against the saved ones.
+   * a resume's loaded digests against the saved ones; `convert`: the converter's universal
+   * folder, read back, against the split's saved digests.
    */
-  check?: "save";
+  check?: "save" | "convert";
   /** PASS, FAIL, or ERROR; `available: false` when the trainer emits no digests. */
   verdict: Verdict | "N/A";
   /** Whether both sides carried digests. */
@@ -287,6 +288,12 @@ export interface StateCheckSummary {
    * step 6"). Decided in `src/parity/state_checks.ts`; reports render it, never re-derive it.
    */
   loaded_save?: LoadedSave;
+  /**
+   * Save and convert checks: components of the saved digests the files cannot give (the reader's
+   * `not_read`: DeepSpeed saves no accumulation-window position, ZeRO-3 no module weights);
+   * never compared, never counted as equal.
+   */
+  files_not_checkable?: string[];
   /**
    * The framework the trainer's events say wrote them (`deepspeed`), so cards and reports name
    * components in its words (`params`: the fp32 master).
