@@ -33,6 +33,11 @@ const PR7786_COMMAND = join(
   "experiments/deepspeed/known_bugs/pr7786_command_trainer.yaml",
 );
 const COMMAND_EXPERIMENT = "deepspeed-known-bug-pr7786-command";
+const SHARED_STEP = join(
+  PROJECT,
+  "experiments/deepspeed/known_bugs/zero3_universal_shared_step.yaml",
+);
+const SHARED_STEP_EXPERIMENT = "deepspeed-known-bug-zero3-shared-step";
 
 function saveCheck(summary: RunSummary) {
   const s = summary.state_checks.find((x) => x.check === "save");
@@ -164,5 +169,59 @@ Deno.test({
     const card = summary.findings?.find((f) => f.code === "cause-save-differs");
     assert.ok(card, JSON.stringify(summary.findings?.map((f) => f.code)));
     assert.match(card.title, /not in the checkpoint files/);
+  },
+});
+
+/**
+ * The ZeRO-3 universal load's shared Adam step (new; since PR #7585, 0.18.0; open in 0.19.8): the
+ * native resume is exact, the universal one FAILs from step 7 with the restore check naming
+ * `optimizer_step` and the card blaming the converter path.
+ */
+async function assertSharedStepFails(results: string, release: string, sets: string[]) {
+  const run = await runExperiment(SHARED_STEP, results, sets, {
+    PARITY_DEEPSPEED_VENV: FIXED_VENV,
+  });
+  const summary = await latestSummary(results, SHARED_STEP_EXPERIMENT);
+  const context = await failureContext(results, SHARED_STEP_EXPERIMENT);
+  assert.equal(run.code, 1, `${release} must FAIL\n${context}`);
+  assert.equal(summary.verdict, "FAIL");
+  const verdict = (b: string) => summary.comparisons.find((c) => c.metric === "loss" && c.b === b);
+  assert.equal(verdict("resume-native")?.verdict, "PASS", `${release}: the native resume is exact`);
+  assert.equal(verdict("resume-universal")?.verdict, "FAIL", context);
+  // The shared step is right for the first sub-group of step 6 and wrong for the others: the
+  // update of step 6 differs, so the loss of step 7.
+  assert.equal(verdict("resume-universal")?.first_divergent_step, 7, context);
+  const restore = summary.state_checks.find((x) => x.phase === "resume-universal");
+  assert.deepEqual(restore?.differing, ["optimizer_step"], context);
+  assert.equal(summary.findings?.[0]?.code, "cause-converter", context);
+}
+
+Deno.test({
+  name: "known bug: ZeRO-3 universal load shares one Adam step (DeepSpeed 0.19.8, open)",
+  ignore: gate.ignore,
+  async fn() {
+    gate.assertVenvs();
+    const shared = join(results, "shared-step");
+    await assertSharedStepFails(shared, "0.19.8", [`trainer.args.venv=${FIXED_VENV}`]);
+    // The workaround on the same results folder: only the universal resume runs again.
+    const fixed = await runExperiment(
+      SHARED_STEP,
+      shared,
+      [`trainer.args.venv=${FIXED_VENV}`, "resume.universal.args.unshare_adam_step=true"],
+      { PARITY_DEEPSPEED_VENV: FIXED_VENV },
+    );
+    const context = await failureContext(shared, SHARED_STEP_EXPERIMENT);
+    assert.equal(fixed.code, 0, `unshare_adam_step must PASS\n${context}`);
+  },
+});
+
+Deno.test({
+  name: "known bug: ZeRO-3 universal load shares one Adam step (DeepSpeed 0.18.4, since PR #7585)",
+  ignore: gate.ignore,
+  async fn() {
+    gate.assertVenvs();
+    await assertSharedStepFails(join(results, "shared-step-0.18.4"), "0.18.4", [
+      `trainer.args.venv=${BUGGY_VENV}`,
+    ]);
   },
 });

@@ -300,6 +300,8 @@ def ds_config(a: argparse.Namespace, world: int, micro: int, load_universal: boo
         "zero_optimization": {"stage": a.zero_stage, "reduce_bucket_size": 200_000,
                               "allgather_bucket_size": 200_000},
     }
+    if a.sub_group_size:  # ZeRO-3 steps the optimizer one sub-group of this many elements at a time
+        cfg["zero_optimization"]["sub_group_size"] = a.sub_group_size
     if a.model != DENSE:  # the dense model runs without AutoEP, so on releases that predate it
         cfg["expert_parallel"] = {"enabled": True, "autoep_size": a.autoep_size,
                                   "preset_model": AUTOEP_PRESETS[a.model], "use_grouped_mm": False}
@@ -474,6 +476,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     t.add_argument("--lr", type=float, default=3e-3, help="peak LR of WarmupDecayLR")
     t.add_argument("--warmup", type=int, default=10, help="warm-up steps of WarmupDecayLR")
     t.add_argument("--clip", type=float, default=1.0, help="gradient clipping")
+    t.add_argument("--sub-group-size", type=int, default=None,
+                   help="ZeRO-3 sub_group_size (elements); small values give several optimizer sub-groups")
     m = p.add_argument_group("model")
     m.add_argument("--model", choices=MODELS, default="moe",
                    help="moe: the hand-built Mixtral-shaped model; dense: the same with a dense MLP, no AutoEP; deepseek_v3 / mixtral: tiny Hugging Face "

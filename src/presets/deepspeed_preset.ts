@@ -190,6 +190,10 @@ export const DEEPSPEED_PRESET: PresetDescriptor = {
     grad_accum: { flag: "--grad-accum", description: "micro-batches per optimizer step" },
     global_batch: { flag: "--global-batch", description: "samples per optimizer step" },
     lr: { flag: "--lr", description: "peak learning rate of WarmupDecayLR" },
+    sub_group_size: {
+      flag: "--sub-group-size",
+      description: "ZeRO-3 sub_group_size in elements (small: several optimizer sub-groups)",
+    },
     warmup: { flag: "--warmup", description: "warm-up steps of WarmupDecayLR" },
     experts: { flag: "--experts", description: "experts per MoE layer" },
     layers: { flag: "--layers", description: "transformer layers" },
