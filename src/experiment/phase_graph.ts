@@ -28,7 +28,7 @@ export interface PhaseNode {
   args: TrainerArgs;
   /** Last optimizer step this phase runs. */
   stopAt: number;
-  /** Step after which the phase saves (split only). */
+  /** Step after which the phase saves: the split, or the baseline of a fused split. */
   saveAt?: number;
   /** For training phases that start from a checkpoint. */
   resumeKind?: ResumeKind;
@@ -95,7 +95,16 @@ export function programArgs(exp: Experiment, tool: PhaseTool): TrainerArgs {
 }
 
 /**
- * Builds the phase graph of an experiment, in execution order: baseline, split, native
+ * The phase whose checkpoint the resumes, the converter and the planner read: `split`, or
+ * `baseline` under `schedule.split: fused` (the baseline saves at `save_at` and trains on).
+ */
+export function checkpointPhase(exp: Experiment): "split" | "baseline" {
+  return exp.schedule.split === "fused" ? "baseline" : "split";
+}
+
+/**
+ * Builds the phase graph of an experiment, in execution order: baseline, split (none when
+ * fused: the baseline saves), native
  * resumes, convert (when a resume is universal), universal resumes, plans, their executions on
  * the checkpoint's bytes and plan resumes,
  * then the noise-floor repeats (so a verdict on the resumes comes before the extra cost), then
@@ -116,8 +125,11 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
     stopAt: steps,
     ...extra,
   });
-  const nodes: PhaseNode[] = [train("baseline", "baseline")];
-  nodes.push(train("split", "split", { stopAt: saveAt, saveAt }));
+  // A fused split (issue 37): the baseline saves at save_at and trains on; no split phase.
+  const fused = exp.schedule.split === "fused";
+  const saver = checkpointPhase(exp);
+  const nodes: PhaseNode[] = [train("baseline", "baseline", fused ? { saveAt } : {})];
+  if (!fused) nodes.push(train("split", "split", { stopAt: saveAt, saveAt }));
 
   const resumes = Object.entries(exp.resume);
   const resumeNode = (name: string, resume: ResumeEntry, consumes: string[]) =>
@@ -129,7 +141,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       resumeName: name,
     });
   for (const [name, r] of resumes) {
-    if (r.from === "native") nodes.push(resumeNode(name, r, ["split"]));
+    if (r.from === "native") nodes.push(resumeNode(name, r, [saver]));
   }
   if (resumes.some(([, r]) => r.from === "universal")) {
     nodes.push({
@@ -137,7 +149,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       role: "convert",
       tool: "converter",
       entry: programEntry(exp, "converter"),
-      consumes: ["split"],
+      consumes: [saver],
       args: programArgs(exp, "converter"),
       stopAt: saveAt,
     });
@@ -154,7 +166,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
         role: "plan",
         tool: "planner",
         entry: planner,
-        consumes: ["split"],
+        consumes: [saver],
         args: plannerArgs,
         policy,
         stopAt: saveAt,
@@ -168,7 +180,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
           role: "execute",
           tool: "executor",
           entry: executor,
-          consumes: [`plan-${policy}`, "split"],
+          consumes: [`plan-${policy}`, saver],
           args: programArgs(exp, "executor"),
           policy,
           stopAt: saveAt,
@@ -179,7 +191,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       const targetArgs = mergeArgs(baseArgs, exp.plan_sync.target);
       for (const policy of exp.plan_sync.policies) {
         nodes.push(train(`resume-plan-${policy}`, "resume", {
-          consumes: [`plan-${policy}`, "split"],
+          consumes: [`plan-${policy}`, saver],
           args: targetArgs,
           resumeKind: "plan",
           policy,

@@ -23,8 +23,9 @@ import type {
   ResolvedPlan,
   SlurmExecutorSpec,
 } from "../types/phase_spec.ts";
+import { savesCheckpoint } from "../types/phase_spec.ts";
 import { canonicalJson } from "./canonical_json.ts";
-import { phaseGraph, type PhaseNode } from "./phase_graph.ts";
+import { checkpointPhase, phaseGraph, type PhaseNode } from "./phase_graph.ts";
 import { interpolate, interpolateArg } from "./placeholders.ts";
 import type { ExecutorEntry, Experiment, TrainerArgs } from "./schema.ts";
 import type { Diagnostic } from "../types/summary.ts";
@@ -102,7 +103,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
         : undefined,
     });
   });
-  const split = phases.find((p) => p.role === "split");
+  const split = phases.find(savesCheckpoint);
   const warnings: Diagnostic[] = split && split.checkpointMarker === undefined
     ? [{
       level: "warning",
@@ -220,11 +221,12 @@ function phasePaths(
 ): PhasePaths {
   const dir = join(runDir, "phases", node.name);
   const paths: PhasePaths = { dir, metricsFile: join(dir, "metrics.jsonl") };
-  // One folder name: the split saves into its own output folder, which the resumes load from.
-  const splitRoot = outputFolder(join(runDir, "phases", "split"));
+  // One folder name: the split (or a fused split's baseline) saves into its own output folder,
+  // which the resumes load from.
+  const splitRoot = outputFolder(join(runDir, "phases", checkpointPhase(exp)));
   const splitTag = join(splitRoot, tag);
   if (node.tool === "trainer") paths.outputDir = outputFolder(dir);
-  if (node.role === "split") {
+  if (node.saveAt !== undefined) {
     paths.checkpointDir = splitRoot;
     paths.checkpointTag = splitTag;
   }
@@ -407,7 +409,7 @@ function compilePhase(
   if (gradAccum !== undefined) spec.gradAccum = gradAccum;
   if (node.tool === "trainer") spec.metrics = metricsSpec(entry.metrics, preset, vars, ctx.baseDir);
   const marker = entry.checkpoint_marker ?? preset?.checkpointMarker;
-  if (node.role === "split" && marker) spec.checkpointMarker = marker;
+  if (node.saveAt !== undefined && marker) spec.checkpointMarker = marker;
   if (entry.retry) spec.retry = entry.retry;
   if (node.tool === "planner") {
     const { fault: _fault, ...target } = node.args;

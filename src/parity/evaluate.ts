@@ -25,7 +25,12 @@ import { planComparisons } from "./plan_comparisons.ts";
 import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 import { looksRounded, roundedSides, roundingBound } from "./rounded.ts";
 import { type SensitivityContext, withSensitivity } from "./sensitivity.ts";
-import { checkRestoredState, checkSavedState, findDigestEvent } from "./state_checks.ts";
+import {
+  checkRestoredState,
+  checkSavedState,
+  checkSavePerturbation,
+  findDigestEvent,
+} from "./state_checks.ts";
 import type { Evaluation, EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
 import { firstAtLeast } from "./_sorted.ts";
 
@@ -150,8 +155,10 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     });
   }
 
-  const split = input.phases.find((p) => p.role === "split");
-  const incomplete = (phase: string, check?: "save"): StateCheckSummary => ({
+  // The saving phase: the split, or the baseline of a fused split (issue 37).
+  const split = input.phases.find((p) => p.saves) ?? input.phases.find((p) => p.role === "split");
+  const fused = split !== undefined && split.role === "baseline";
+  const incomplete = (phase: string, check?: StateCheckSummary["check"]): StateCheckSummary => ({
     phase,
     ...(check ? { check } : {}),
     verdict: "ERROR",
@@ -179,14 +186,25 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
   const files = split?.status === "ok"
     ? findDigestEvent(judged(split.name), "files", input.saveAt)
     : undefined;
-  if (split && baseline && (snapshot || files)) {
+  const saveChecked = split !== undefined && baseline !== undefined && (snapshot || files);
+  if (saveChecked) {
     state_checks.unshift(
       split.status === "ok"
         ? checkSavedState(split.name, judged(baseline.name), judged(split.name), input.saveAt)
         : incomplete(split.name, "save"),
     );
-  } else if (
-    split && baseline?.status === "ok" && findDigestEvent(judged(split.name), "saved")
+  }
+  if (fused) {
+    // The baseline saved and trained on: did the save change the state it continued with?
+    state_checks.unshift(
+      split.status === "ok"
+        ? checkSavePerturbation(split.name, judged(split.name), input.saveAt)
+        : incomplete(split.name, "perturb"),
+    );
+  }
+  if (
+    !saveChecked && split && baseline?.status === "ok" &&
+    findDigestEvent(judged(split.name), "saved")
   ) {
     // The trainer hashes its state but the baseline reported none at the save step: say the
     // save itself went unjudged rather than let a PASS imply it was.

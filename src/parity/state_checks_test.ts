@@ -3,7 +3,13 @@ import { join } from "node:path";
 import { parseJsonl, readJsonl } from "../metrics/jsonl.ts";
 import { TENSORS_ERROR_FIELD } from "../metrics/tensors_file.ts";
 import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
-import { checkRestoredState, checkSavedState, stateCheckName, tensorList } from "./state_checks.ts";
+import {
+  checkRestoredState,
+  checkSavedState,
+  checkSavePerturbation,
+  stateCheckName,
+  tensorList,
+} from "./state_checks.ts";
 
 const saved = (digests: Record<string, unknown>, step = 20) =>
   parseJsonl(jsonl([{ step: 1, loss: 1 }, { event: "saved", step, digests }]));
@@ -196,4 +202,34 @@ Deno.test("checkSavedState() PASSes files that hold the engine's state, comparin
   assert.equal(r.verdict, "PASS", r.reason);
   assert.deepEqual(r.files_compared, ["params", "rng"]);
   assert.equal(r.not_in_files, undefined);
+});
+
+Deno.test("checkSavePerturbation() compares a fused baseline's state before and after its save", () => {
+  const fused = (after: Record<string, unknown>) =>
+    parseJsonl(jsonl([
+      { step: 20, loss: 1 },
+      { event: "snapshot", step: 20, digests: { params: "p", rng: "r0", sampler: "s" } },
+      { event: "saved", step: 20, digests: { params: "p", rng: "r0", sampler: "s" } },
+      { event: "after_save", step: 20, digests: after },
+      { step: 21, loss: 1 },
+    ]));
+  const clean = checkSavePerturbation(
+    "baseline",
+    fused({ params: "p", rng: "r0", sampler: "s" }),
+    20,
+  );
+  assert.equal(clean.verdict, "PASS");
+  assert.equal(clean.check, "perturb");
+  const drew = checkSavePerturbation(
+    "baseline",
+    fused({ params: "p", rng: "r1", sampler: "s" }),
+    20,
+  );
+  assert.equal(drew.verdict, "FAIL");
+  assert.deepEqual(drew.differing, ["rng"]);
+  assert.match(drew.reason ?? "", /the save changed the state the run continues with at step 20/);
+  assert.equal(stateCheckName(drew), "baseline (save perturbs)");
+  // No after_save (a trainer without the fused contract): not checked, never a pass.
+  const none = parseJsonl(jsonl([{ event: "snapshot", step: 20, digests: { params: "p" } }]));
+  assert.equal(checkSavePerturbation("baseline", none, 20).verdict, "N/A");
 });

@@ -21,7 +21,12 @@ import {
 import { HARNESS_REDACTION, interruption, writeTextAtomic } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import { describeEnvironmentError } from "./environment_error.ts";
-import type { JudgeSpec, PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
+import {
+  type JudgeSpec,
+  type PhaseSpec,
+  type ResolvedPlan,
+  savesCheckpoint,
+} from "../types/phase_spec.ts";
 import { type CodeDigests, quarantineIncomplete } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { removeStrayTemporaries } from "./stray_temporaries.ts";
@@ -523,10 +528,11 @@ async function gatherEvidence(
       resumeKind: spec.resumeKind,
       topology: spec.topologyKey,
       lane: spec.lane,
+      ...(savesCheckpoint(spec) ? { saves: true } : {}),
       ...(spec.calibration ? { calibration: spec.calibration } : {}),
       ...(present && metrics ? { series: metrics } : {}),
     }));
-  const split = plan.phases.find((s) => s.role === "split");
+  const split = plan.phases.find(savesCheckpoint);
   const evaluation = await evaluateRun({
     ...plan.judge,
     gradAccum: split?.gradAccum,

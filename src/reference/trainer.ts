@@ -175,7 +175,14 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
       if (k === opts.digestAt) {
         sink.write({ event: "snapshot", step: k, ...digestState(state) });
       }
-      if (k === opts.saveAt) save(state, engine, opts, sink, io);
+      if (k === opts.saveAt) {
+        save(state, engine, opts, sink, io);
+        // A fused split (issue 37): the process that saved trains on; what it continues with
+        // just after the save, for the perturbation check against the snapshot just before.
+        if (k === opts.digestAt) {
+          sink.write({ event: "after_save", step: k, ...digestState(state) });
+        }
+      }
     }
   } finally {
     sink.close();

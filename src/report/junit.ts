@@ -159,7 +159,9 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
     const tensors = tensorList([st]);
     const named = componentList(st.differing, st.framework);
     const notInFiles = st.not_in_files ?? [];
-    const message = st.check !== "save"
+    const message = st.check === "perturb"
+      ? `the save changed the state the baseline trains on: ${named}`
+      : st.check !== "save"
       ? `restored state differs: ${named}`
       : notInFiles.length > 0
       ? `not in the checkpoint files: ${componentList(notInFiles, st.framework)}`
