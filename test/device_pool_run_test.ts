@@ -86,7 +86,10 @@ Deno.test("a device pool runs phases side by side on disjoint devices, losses un
     const report = await Deno.readTextFile(
       join(pooled, "quickstart-again", "latest", "report.md"),
     );
-    assert.match(report, /### Cost[\s\S]*Sharing saved 180 step-equivalents, [\d.]+ device-seconds/);
+    assert.match(
+      report,
+      /### Cost[\s\S]*Sharing saved 180 step-equivalents, [\d.]+ device-seconds/,
+    );
 
     // A shared checkpoint is checked like a cached one: a changed byte is not reused.
     const tag = join(pooled, "quickstart", "latest", "phases", "split", "checkpoints");
