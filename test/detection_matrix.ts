@@ -205,3 +205,33 @@ export const SUBTLE_DETECTIONS: Detection[] = [
       "fails too; the check names exactly that tensor's exp_avg and exp_avg_sq",
   },
 ];
+
+/**
+ * One row of the detection matrix under `schedule.split: fused` (issue 37): no split phase, the
+ * baseline saves at step 20 and trains on, so the save check is the baseline's (its snapshot just
+ * before the save against what it saved) and the perturbation check compares its state just before
+ * and just after the save.
+ */
+export interface FusedDetection extends Detection {
+  /** False where no loss shows the fault under fused (only the checks at the save do). */
+  lossCatches: boolean;
+  /** A component the perturbation check (`baseline (save perturbs)`) must name, if any. */
+  perturbs?: string;
+}
+
+/** How fusing changes a row: the rows not named keep their detection, `split` read as `baseline`. */
+const FUSED_CHANGES: Record<string, Partial<FusedDetection>> = {
+  // The save runs a micro-batch of step 21 in the baseline itself, which then trains on from it.
+  "mid-accumulation-save": { perturbs: "sampler" },
+  // The baseline and the checkpoint take the same extra draw: every resume matches the perturbed
+  // baseline, so no loss shows it; the save check and the perturbation check do.
+  "save-perturbs-rng": { lossCatches: false, perturbs: "rng", cause: "cause-save-perturbs" },
+};
+
+/** The detection matrix under `schedule.split: fused`: every fault is still caught. */
+export const FUSED_DETECTION_MATRIX: FusedDetection[] = DETECTION_MATRIX.map((row) => ({
+  ...row,
+  statePhase: row.statePhase === "split" ? "baseline" : row.statePhase,
+  lossCatches: true,
+  ...FUSED_CHANGES[row.fault],
+}));

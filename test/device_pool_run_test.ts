@@ -75,12 +75,21 @@ Deno.test("a device pool runs phases side by side on disjoint devices, losses un
       assert.equal(p.shared_from, "quickstart", p.name);
       assert.ok(p.cached);
     }
-    assert.deepEqual(again.bill!.shared, { phases: 12, step_equivalents: 180 });
+    const { device_seconds: sharedSeconds, ...shared } = again.bill!.shared;
+    assert.deepEqual(shared, { phases: 12, step_equivalents: 180 });
+    // In device-seconds: what every phase took where it ran, so what the first run spent.
+    assert.ok(
+      Math.abs(sharedSeconds! - summary.bill.device_seconds) < 0.01,
+      `${sharedSeconds} vs ${summary.bill.device_seconds}`,
+    );
     assert.equal(again.bill!.step_equivalents, 0);
     const report = await Deno.readTextFile(
       join(pooled, "quickstart-again", "latest", "report.md"),
     );
-    assert.match(report, /### Cost[\s\S]*Sharing saved 180 step-equivalents/);
+    assert.match(
+      report,
+      /### Cost[\s\S]*Sharing saved 180 step-equivalents, [\d.]+ device-seconds/,
+    );
 
     // A shared checkpoint is checked like a cached one: a changed byte is not reused.
     const tag = join(pooled, "quickstart", "latest", "phases", "split", "checkpoints");

@@ -157,3 +157,34 @@ Deno.test("parity plan lists the variables a cache key leaves out; a tokenizer s
     await Deno.remove(results, { recursive: true });
   }
 });
+
+Deno.test("parity plan of a fused split: no split phase, and the savings estimated before anything runs", async () => {
+  const results = await Deno.makeTempDir({ prefix: "parity-plan-fused-" });
+  try {
+    const fused = ["--set", "schedule.split=fused"];
+    const before = await plan(results, ...fused);
+    assert.equal(before.phases.length, 11);
+    assert.ok(!before.phases.some((p) => p.role === "split"));
+    assert.deepEqual(before.phases.find((p) => p.name === "resume-native")!.consumes, ["baseline"]);
+    assert.equal(before.bill.fused_step_equivalents, 20);
+    // No baseline has run: fusing is priced in step-equivalents only.
+    assert.deepEqual(before.bill.saving_estimate.fused, { phases: 1, step_equivalents: 20 });
+    assert.equal(before.bill.saving_estimate.cached.phases, 0);
+
+    const run = await runCli(["run", QUICKSTART, "--results", results, "--quiet", ...fused]);
+    assert.equal(run.code, 0, run.stderr);
+    const after = await plan(results, ...fused);
+    // Every phase would now be reused: the estimate prices each at the wall it took.
+    const { cached, fused: fusedSaving } = after.bill.saving_estimate;
+    assert.equal(cached.phases, 11);
+    assert.ok(cached.device_seconds! > 0);
+    assert.ok(fusedSaving!.device_seconds! > 0);
+    const text = await runCli(["plan", QUICKSTART, "--results", results, ...fused]);
+    assert.match(
+      text.stdout,
+      /estimated savings \(earlier walls × devices.*\): cache 160 step-equivalents, [\d.]+ device-seconds, fusing 20 step-equivalents, [\d.]+ device-seconds/,
+    );
+  } finally {
+    await Deno.remove(results, { recursive: true });
+  }
+});

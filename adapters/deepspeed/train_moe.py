@@ -650,6 +650,10 @@ def main(argv: list[str]) -> int:
                          world_size=world, autoep_size=a.autoep_size, zero_stage=a.zero_stage)
             if a.read_back_checkpoint and rank == 0:
                 report_files(parity, os.path.join(a.checkpoint_dir, f"global_step{step}"), step)
+            if parity.reports_after_save(step):
+                # A fused split's baseline trains on: the state it continues with after the save,
+                # which the harness compares with the snapshot just before (gathers only).
+                parity.after_save(step, *parity.engine_state(engine, data=sampler.state_dict()))
     train_s = time.perf_counter() - t2 - save_s
     if rank == 0:
         print(json.dumps({"timing_s": {"setup": round(setup_s, 3), "load": round(load_s, 3),

@@ -182,6 +182,18 @@ class Parity:
         Hash only: drawing from an RNG here would change the run."""
         self._event("snapshot", step, digests, tensors, extra)
 
+    def reports_after_save(self, step: int) -> bool:
+        """Whether the process saves after ``step`` and trains on: the baseline of a fused split
+        (``schedule.split: fused``: ``PARITY_SAVE_AT`` = ``PARITY_DIGEST_AT`` = ``step``)."""
+        return self.should_save(step) and self.should_snapshot(step)
+
+    def after_save(self, step: int, digests: Optional[Mapping[str, str]] = None,
+                   tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
+        """The ``after_save`` event of a fused split's baseline: the digests of the state it trains
+        on right after its save at ``step``, which must equal its ``snapshot`` just before (a save
+        that draws from the RNG or moves the data cursor is reported as perturbing the run)."""
+        self._event("after_save", step, digests, tensors, extra)
+
     def _event(self, event: str, step: int, digests: Optional[Mapping[str, str]],
                tensors: Optional[Mapping[str, str]], extra: Mapping[str, Any]) -> None:
         record: Dict[str, Any] = {"event": event, "step": int(step), "digests": dict(digests or {})}

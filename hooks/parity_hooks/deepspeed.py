@@ -131,7 +131,8 @@ class Parity(_events.Parity):
         """After optimizer step ``step``: the ``snapshot`` at ``PARITY_DIGEST_AT``; at
         ``PARITY_SAVE_AT`` the save into ``<PARITY_CHECKPOINT_DIR>/global_step<step>`` with the RNG
         and data position in ``client_state``, the ``saved`` digests of what it holds, and the
-        completion marker. Returns the tag folder when it saved. Call on every rank."""
+        completion marker (and, in a fused split's baseline, which trains on, the ``after_save``
+        digests of the state it continues with). Returns the tag folder when it saved. Call on every rank."""
         if self.should_snapshot(step):
             self.snapshot(step, *self.engine_state(engine, data=_data_state(data)))
         if not self.should_save(step):
@@ -144,6 +145,9 @@ class Parity(_events.Parity):
         self.mark_complete(tag_dir, step)
         self.saved(step, digests, tensors, micro_step=int(engine.micro_steps),
                    grad_accum=int(engine.gradient_accumulation_steps()), **info)
+        if self.reports_after_save(step):
+            # A fused split's baseline trains on: the state it continues with after the save.
+            self.after_save(step, *self.engine_state(engine, data=_data_state(data)))
         return tag_dir
 
     # -- checkpoint locations ------------------------------------------------------------------------

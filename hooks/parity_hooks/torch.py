@@ -24,6 +24,7 @@ digests of the state by component, so the harness can say which part a resume fa
             torch.save({"model": ..., "optimizer": ..., "scheduler": ..., "data": position.state_dict(),
                         "rng": rng, "step": step}, f"{tag}/checkpoint.pt")
             hook.saved(step, rng=rng)                          # digests of what the checkpoint holds
+                                                               # (+ 'after_save' in a fused split)
             hook.mark_complete(tag, step)                      # last: the checkpoint is whole
 
 and ``trainer.checkpoint_marker: parity_checkpoint_complete.json`` in the experiment file.
@@ -106,6 +107,17 @@ class TorchParity(Parity):
         if digests is None:
             digests, tensors = self.state(rng=rng)
         super().saved(step, digests, tensors, **extra)
+        if self.reports_after_save(step):
+            # A fused split's baseline trains on: what it continues with, running RNG included.
+            self.after_save(step)
+
+    def after_save(self, step: int, digests: Optional[Mapping[str, str]] = None,
+                   tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
+        """The ``after_save`` event (a fused split's baseline, sent by :meth:`saved`); without
+        ``digests``, those of the tracked state with the running generators."""
+        if digests is None:
+            digests, tensors = self.state()
+        super().after_save(step, digests, tensors, **extra)
 
     def loaded(self, step: int, digests: Optional[Mapping[str, str]] = None,
                tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:

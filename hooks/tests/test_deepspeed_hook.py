@@ -105,6 +105,24 @@ def test_resume_and_after_step_are_the_whole_contract(tmp_path):
     assert losses(base) == losses(split) + losses(resume)
 
 
+def test_a_fused_baseline_saves_at_n_and_trains_on(tmp_path):
+    # schedule.split: fused: PARITY_SAVE_AT = PARITY_DIGEST_AT = 3 below PARITY_STOP_AT = 6.
+    d = str(tmp_path)
+    c = dict(steps=6, seed=1)
+    run(Contract(stop_at=6, save_at=3, digest_at=3, checkpoint_dir=f"{d}/ck", metrics_file=f"{d}/base.jsonl", **c))
+    assert os.path.exists(f"{d}/ck/global_step3/{COMPLETE_MARKER}")
+    run(Contract(stop_at=6, checkpoint_dir=f"{d}/ck", resume_from=f"{d}/ck/global_step3", resume_kind="native",
+                 metrics_file=f"{d}/resume.jsonl", **c))
+    base, resume = (read_jsonl(f"{d}/{n}.jsonl") for n in ("base", "resume"))
+    events = [(r["event"], r["step"]) for r in base if "event" in r]
+    assert events == [("snapshot", 3), ("saved", 3), ("after_save", 3)]
+    snapshot, saved, after = [r for r in base if "event" in r]
+    (loaded,) = [r for r in resume if r.get("event") == "loaded"]
+    assert snapshot["digests"] == saved["digests"] == after["digests"] == loaded["digests"]
+    losses = lambda rs: [(r["step"], r["loss"], r["lr"]) for r in rs if "loss" in r]  # noqa: E731
+    assert losses(base)[3:] == losses(resume)
+
+
 def test_a_resume_without_optimizer_states_names_the_moments(tmp_path):
     d = str(tmp_path)
     c = dict(steps=6, seed=1)

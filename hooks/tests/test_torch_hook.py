@@ -111,3 +111,30 @@ def test_saved_hashes_the_rng_the_checkpoint_holds_not_the_running_one(tmp_path)
     set_rng_state(held)
     hook.snapshot(2)
     assert read_jsonl(str(tmp_path / "m.jsonl"))[-1]["digests"]["rng"] == saved["digests"]["rng"]
+
+
+def test_a_fused_baseline_reports_after_save_equal_to_its_snapshot(tmp_path):
+    # schedule.split: fused: the baseline saves at 3 (PARITY_SAVE_AT = PARITY_DIGEST_AT) and trains on.
+    metrics = str(tmp_path / "m.jsonl")
+    run(env(metrics, PARITY_SAVE_AT="3", PARITY_DIGEST_AT="3", PARITY_CHECKPOINT_DIR=str(tmp_path / "ck")))
+    events = [r for r in read_jsonl(metrics) if "event" in r]
+    assert [(e["event"], e["step"]) for e in events] == [("snapshot", 3), ("saved", 3), ("after_save", 3)]
+    snapshot, saved, after = events
+    assert after["digests"] == snapshot["digests"] == saved["digests"]
+    assert [r["step"] for r in read_jsonl(metrics) if "loss" in r] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_save_that_draws_from_the_running_rng_shows_in_after_save(tmp_path):
+    metrics = str(tmp_path / "m.jsonl")
+    hook = from_env(env=env(metrics, PARITY_SAVE_AT="1", PARITY_DIGEST_AT="1", PARITY_CHECKPOINT_DIR="/ck"))
+    hook.snapshot(1)
+    held = rng_state()
+    torch.rand(1)  # the save drew after capturing: the checkpoint is right, the run is not
+    hook.saved(1, rng=held)
+    snapshot, saved, after = read_jsonl(metrics)
+    assert saved["digests"]["rng"] == snapshot["digests"]["rng"]
+    assert after["event"] == "after_save" and after["digests"]["rng"] != snapshot["digests"]["rng"]
+    # A separate split (no PARITY_DIGEST_AT in the saving process) reports no after_save.
+    split = str(tmp_path / "split.jsonl")
+    from_env(env=env(split, PARITY_SAVE_AT="1", PARITY_CHECKPOINT_DIR="/ck")).saved(1)
+    assert [r["event"] for r in read_jsonl(split)] == ["saved"]

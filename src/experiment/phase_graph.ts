@@ -101,7 +101,16 @@ export function programArgs(exp: Experiment, tool: PhaseTool): TrainerArgs {
 }
 
 /**
- * Builds the phase graph of an experiment, in execution order: baseline, split, native
+ * The phase whose checkpoint the resumes, the converter and the planner read: `split`, or
+ * `baseline` under `schedule.split: fused` (the baseline saves at `save_at` and trains on).
+ */
+export function checkpointPhase(exp: Experiment): "split" | "baseline" {
+  return exp.schedule.split === "fused" ? "baseline" : "split";
+}
+
+/**
+ * Builds the phase graph of an experiment, in execution order: baseline, split (none when
+ * fused: the baseline saves), native
  * resumes, convert (when a resume is universal), universal resumes, plans, their executions on
  * the checkpoint's bytes and plan resumes,
  * then the noise-floor repeats (so a verdict on the resumes comes before the extra cost), then
@@ -123,8 +132,11 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
     stopAt: steps,
     ...extra,
   });
-  const nodes: PhaseNode[] = [train("baseline", "baseline")];
-  nodes.push(train("split", "split", { stopAt: saveAt, saveSteps: saves }));
+  // A fused split (issue 37): the baseline saves after each save step and trains on; no split phase.
+  const fused = exp.schedule.split === "fused";
+  const saver = checkpointPhase(exp);
+  const nodes: PhaseNode[] = [train("baseline", "baseline", fused ? { saveSteps: saves } : {})];
+  if (!fused) nodes.push(train("split", "split", { stopAt: saveAt, saveSteps: saves }));
 
   const resumes = Object.entries(exp.resume);
   const resumeNode = (name: string, resume: ResumeEntry, consumes: string[]) =>
@@ -137,7 +149,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       fromStep: resumeFromStep(exp.schedule, resume),
     });
   for (const [name, r] of resumes) {
-    if (r.from === "native") nodes.push(resumeNode(name, r, ["split"]));
+    if (r.from === "native") nodes.push(resumeNode(name, r, [saver]));
   }
   const universal = resumes.find(([, r]) => r.from === "universal");
   if (universal) {
@@ -147,7 +159,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       role: "convert",
       tool: "converter",
       entry: programEntry(exp, "converter"),
-      consumes: ["split"],
+      consumes: [saver],
       args: programArgs(exp, "converter"),
       stopAt: saveAt,
       fromStep: resumeFromStep(exp.schedule, universal[1]),
@@ -165,7 +177,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
         role: "plan",
         tool: "planner",
         entry: planner,
-        consumes: ["split"],
+        consumes: [saver],
         args: plannerArgs,
         policy,
         stopAt: saveAt,
@@ -179,7 +191,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
           role: "execute",
           tool: "executor",
           entry: executor,
-          consumes: [`plan-${policy}`, "split"],
+          consumes: [`plan-${policy}`, saver],
           args: programArgs(exp, "executor"),
           policy,
           stopAt: saveAt,
@@ -190,7 +202,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       const targetArgs = mergeArgs(baseArgs, exp.plan_sync.target);
       for (const policy of exp.plan_sync.policies) {
         nodes.push(train(`resume-plan-${policy}`, "resume", {
-          consumes: [`plan-${policy}`, "split"],
+          consumes: [`plan-${policy}`, saver],
           args: targetArgs,
           resumeKind: "plan",
           policy,

@@ -91,3 +91,30 @@ Deno.test("canonicalJson() sorts keys at every depth", () => {
     '{"a":{"c":null,"d":[1,{"x":1,"y":2}]},"b":1}',
   );
 });
+
+Deno.test("phaseGraph() of a fused split: no split phase, the baseline saves, all read its checkpoint", () => {
+  const exp = experiment({
+    schedule: { steps: 40, save_at: 20, split: "fused" },
+    plan_sync: {
+      target: { world_size: 2, placement: placement([[0, 3], [1, 2, 3]]) },
+      policies: ["balanced"],
+      execute: true,
+      resume: true,
+    },
+  });
+  const nodes = phaseGraph(exp);
+  assert.ok(!nodes.some((n) => n.role === "split"));
+  const baseline = nodes.find((n) => n.name === "baseline")!;
+  assert.equal(baseline.saveAt, 20);
+  assert.equal(baseline.stopAt, 40);
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  assert.deepEqual(byName.get("resume-native")!.consumes, ["baseline"]);
+  assert.deepEqual(byName.get("convert")!.consumes, ["baseline"]);
+  assert.deepEqual(byName.get("plan-balanced")!.consumes, ["baseline"]);
+  assert.deepEqual(byName.get("execute-plan-balanced")!.consumes, ["plan-balanced", "baseline"]);
+  assert.deepEqual(byName.get("resume-plan-balanced")!.consumes, ["plan-balanced", "baseline"]);
+  // The default stays a separate split whose baseline never saves.
+  const separate = phaseGraph(experiment());
+  assert.equal(separate.find((n) => n.name === "baseline")!.saveAt, undefined);
+  assert.deepEqual(separate.find((n) => n.name === "resume-native")!.consumes, ["split"]);
+});

@@ -31,8 +31,9 @@ import {
   type ResolvedPlan,
   type SlurmExecutorSpec,
 } from "../types/phase_spec.ts";
+import { savesCheckpoint } from "../types/phase_spec.ts";
 import { canonicalJson } from "./canonical_json.ts";
-import { phaseGraph, type PhaseNode, trainerPreset } from "./phase_graph.ts";
+import { checkpointPhase, phaseGraph, type PhaseNode, trainerPreset } from "./phase_graph.ts";
 import { checkpointFormatOf, readerPythonOf } from "./checkpoint_read_back.ts";
 import { interpolate, interpolateArg } from "./placeholders.ts";
 import type { ExecutorEntry, Experiment, TrainerArgs } from "./schema.ts";
@@ -112,7 +113,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
         : undefined,
     });
   });
-  const split = phases.find((p) => p.role === "split");
+  const split = phases.find(savesCheckpoint);
   const warnings: Diagnostic[] = split && split.checkpointMarker === undefined
     ? [{
       level: "warning",
@@ -231,14 +232,15 @@ function phasePaths(
 ): PhasePaths {
   const dir = join(runDir, "phases", node.name);
   const paths: PhasePaths = { dir, metricsFile: join(dir, "metrics.jsonl") };
-  // One folder name: the split saves into its own output folder, which the resumes load from.
-  const splitRoot = outputFolder(join(runDir, "phases", "split"));
+  // One folder name: the split (or a fused split's baseline) saves into its own output folder,
+  // which the resumes load from.
+  const splitRoot = outputFolder(join(runDir, "phases", checkpointPhase(exp)));
   const last = lastSave(exp.schedule);
   const splitTag = join(splitRoot, tag(last));
   // The tag a resume (or the converter) reads: the one of its saved step.
   const fromTag = join(splitRoot, tag(node.fromStep ?? last));
   if (node.tool === "trainer") paths.outputDir = outputFolder(dir);
-  if (node.role === "split") {
+  if (node.saveSteps !== undefined) {
     paths.checkpointDir = splitRoot;
     paths.checkpointTag = splitTag;
     const steps = node.saveSteps ?? [last];
@@ -431,7 +433,7 @@ function compilePhase(
   if (gradAccum !== undefined) spec.gradAccum = gradAccum;
   if (node.tool === "trainer") spec.metrics = metricsSpec(entry.metrics, preset, vars, ctx.baseDir);
   const marker = entry.checkpoint_marker ?? preset?.checkpointMarker;
-  if (node.role === "split" && marker) spec.checkpointMarker = marker;
+  if (node.saveSteps !== undefined && marker) spec.checkpointMarker = marker;
   const readBack = readBackOf(exp, node, paths, vars, ctx.baseDir);
   if (readBack) {
     spec.readBack = readBack.spec;
@@ -463,7 +465,7 @@ function readBackOf(
   baseDir: string,
 ): { spec: NonNullable<PhaseSpec["readBack"]>; inputs: string[] } | undefined {
   const format = checkpointFormatOf(exp);
-  const folder = node.role === "split"
+  const folder = node.saveSteps !== undefined
     ? paths.checkpointTag
     : node.role === "convert"
     ? paths.universal

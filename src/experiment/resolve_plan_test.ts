@@ -526,3 +526,32 @@ Deno.test("resolvePlan(): checkpoint_format reads the split's tag and the univer
   assert.equal(preset.get("split")!.readBack?.argv[0], "/v/ds/bin/python");
   assert.equal(preset.get("convert")!.readBack?.argv[0], "/v/conv/bin/python");
 });
+
+Deno.test("resolvePlan() of a fused split: the baseline saves and trains on, the resumes read it", () => {
+  const fused = experiment({
+    trainer: { preset: "reference", args: { world_size: 4, ep_size: 2, placement } },
+    schedule: { steps: 40, save_at: 20, split: "fused" },
+  });
+  const s = specs(fused);
+  assert.ok(!s.has("split"));
+  const baseline = s.get("baseline")!;
+  assert.equal(baseline.stopAt, 40);
+  assert.equal(baseline.env.PARITY_SAVE_AT, "20");
+  assert.equal(baseline.env.PARITY_DIGEST_AT, "20");
+  assert.equal(baseline.paths.checkpointTag, "/r/phases/baseline/checkpoints/global_step20");
+  const at = baseline.argv.indexOf("--save-at");
+  assert.deepEqual(baseline.argv.slice(at, at + 4), [
+    "--save-at",
+    "20",
+    "--checkpoint-dir",
+    "/r/phases/baseline/checkpoints",
+  ]);
+  assert.equal(s.get("resume-native")!.env.PARITY_RESUME_FROM, baseline.paths.checkpointTag);
+  assert.equal(s.get("convert")!.paths.native, baseline.paths.checkpointTag);
+  // The cache sees the save: a fused baseline is another phase than a separate split's baseline.
+  const separate = specs(experiment({
+    trainer: { preset: "reference", args: { world_size: 4, ep_size: 2, placement } },
+  }));
+  assert.equal(separate.get("baseline")!.keyed.env.PARITY_SAVE_AT, "");
+  assert.equal(baseline.keyed.env.PARITY_SAVE_AT, "20");
+});

@@ -325,6 +325,11 @@ export const ExperimentObjectSchema = z.object({
       .describe("micro-batches per optimizer step; default the preset's grad argument, else 1"),
     step_unit: z.enum(["optimizer", "micro_batch"]).default("optimizer")
       .describe("what steps and save_at count: optimizer steps or micro-batches"),
+    split: z.enum(["separate", "fused"]).default("separate")
+      .describe(
+        "separate: a split phase re-trains to save_at and saves; fused: the baseline saves at " +
+          "save_at and continues, and the resumes start from its checkpoint (docs/experiment-files.md)",
+      ),
   }).strict(),
   trainer: ProcessSchema,
   converter: ProcessSchema.optional()

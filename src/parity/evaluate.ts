@@ -29,6 +29,7 @@ import {
   checkConvertedFiles,
   checkRestoredState,
   checkSavedState,
+  checkSavePerturbation,
   findDigestEvent,
 } from "./state_checks.ts";
 import type {
@@ -137,7 +138,8 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     });
   }
 
-  const split = input.phases.find((p) => p.role === "split");
+  // The saving phase: the split, or the baseline of a fused split (issue 37).
+  const split = input.phases.find((p) => p.saves) ?? input.phases.find((p) => p.role === "split");
   const state_checks = stateChecks(input, { split, baseline, judged, diagnostics });
   diagnostics.push(...checkResumedSteps(input.steps, input.saveAt));
   const named = (p: PhaseEvidence | undefined) =>
@@ -222,7 +224,8 @@ function stateChecks(
   input: EvaluationInput,
   { split, baseline, judged, diagnostics }: StateCheckContext,
 ): StateCheckSummary[] {
-  const incomplete = (phase: string, check?: "save"): StateCheckSummary => ({
+  const fused = split !== undefined && split.role === "baseline";
+  const incomplete = (phase: string, check?: StateCheckSummary["check"]): StateCheckSummary => ({
     phase,
     ...(check ? { check } : {}),
     verdict: "ERROR",
@@ -253,14 +256,25 @@ function stateChecks(
   const files = split?.status === "ok"
     ? findDigestEvent(judged(split.name), "files", input.saveAt)
     : undefined;
-  if (split && baseline && (snapshot || files)) {
+  const saveChecked = split !== undefined && baseline !== undefined && (snapshot || files);
+  if (saveChecked) {
     state_checks.unshift(
       split.status === "ok"
         ? checkSavedState(split.name, judged(baseline.name), judged(split.name), input.saveAt)
         : incomplete(split.name, "save"),
     );
-  } else if (
-    split && baseline?.status === "ok" && findDigestEvent(judged(split.name), "saved")
+  }
+  if (fused) {
+    // The baseline saved and trained on: did the save change the state it continued with?
+    state_checks.unshift(
+      split.status === "ok"
+        ? checkSavePerturbation(split.name, judged(split.name), input.saveAt)
+        : incomplete(split.name, "perturb"),
+    );
+  }
+  if (
+    !saveChecked && split && baseline?.status === "ok" &&
+    findDigestEvent(judged(split.name), "saved")
   ) {
     // The trainer hashes its state but the baseline reported none at the save step: say the
     // save itself went unjudged rather than let a PASS imply it was.

@@ -83,7 +83,8 @@ function planDefaults(input: EvaluationInput, reports: ReportsMetric): Compariso
   const comparisons: PlannedComparison[] = [];
   const diagnostics: Diagnostic[] = [];
   const baseline = input.phases.find((p) => p.role === "baseline");
-  const split = input.phases.find((p) => p.role === "split");
+  // The saving phase: the split, or a fused split's baseline.
+  const split = input.phases.find((p) => p.saves) ?? input.phases.find((p) => p.role === "split");
   const resumes = input.phases.filter((p) => p.role === "resume");
   const saved = split?.topology;
   const add = (a: PhaseEvidence, b: PhaseEvidence, lane: LaneChoice) => {

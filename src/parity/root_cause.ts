@@ -33,6 +33,7 @@ export const CAUSE_CODES = {
   stateNotRestored: "cause-state-not-restored",
   stateOnly: "cause-state-only",
   saveDiffers: "cause-save-differs",
+  savePerturbs: "cause-save-perturbs",
   converter: "cause-converter",
   plan: "cause-plan",
   planBytes: "cause-plan-bytes",
@@ -285,6 +286,7 @@ export const ROOT_CAUSE_RULES: readonly RootCauseRule[] = [
   { name: "plan executions", find: (run) => planExecutionFindings(run.plan_sync ?? []) },
   { name: "save", find: (run) => saveFindings(run) },
   { name: "universal folder", find: (run) => convertFindings(run) },
+  { name: "save perturbs", find: (run) => savePerturbsFindings(run) },
   { name: "divergence", find: (run, kinds) => divergenceFindings(run, kinds) },
   { name: "state only", find: (run) => stateOnlyFindings(run) },
   { name: "noise floor", find: (run) => noiseFloorFindings(run) },
@@ -353,7 +355,7 @@ interface _FaultPattern {
  * checks, every save check, and the diagnostics of its phases (or of none).
  */
 function _faultPatterns(run: RootCauseInput, failing: ComparisonSummary[]): _FaultPattern[] {
-  const loads = run.state_checks.filter((s) => s.check !== "save");
+  const loads = run.state_checks.filter((s) => s.check === undefined);
   const saveFails = run.state_checks.some((s) => s.check === "save" && s.verdict === "FAIL");
   const named = (phase: string) => loads.find((s) => s.phase === phase)?.differing ?? [];
   const components = (c: ComparisonSummary) => new Set([...named(c.a), ...named(c.b)]);
@@ -383,7 +385,7 @@ function _faultPatterns(run: RootCauseInput, failing: ComparisonSummary[]): _Fau
           p.role !== "resume" || phases.has(p.name) || !broken.has(p.name)
         ),
         comparisons: run.comparisons.filter((c) => c.verdict !== "FAIL" || own.includes(c)),
-        state_checks: run.state_checks.filter((s) => s.check === "save" || phases.has(s.phase)),
+        state_checks: run.state_checks.filter((s) => s.check !== undefined || phases.has(s.phase)),
         diagnostics: run.diagnostics.filter((d) => d.phase === undefined || phases.has(d.phase)),
       },
     };
@@ -397,8 +399,9 @@ function divergenceFacts(
 ): DivergenceFacts {
   const groups = groupFailures(failing);
   const first = { ...groups[0], more: _othersNote(groups) };
-  // A save check judges the checkpoint, not a restore: it has a card of its own.
-  const loads = run.state_checks.filter((s) => s.check !== "save");
+  // A save check judges the checkpoint, not a restore: it has a card of its own (as has a fused
+  // split's perturbation check).
+  const loads = run.state_checks.filter((s) => s.check === undefined);
   const differing = [...new Set(loads.flatMap((s) => s.differing))];
   const resumes = run.phases.filter((p) => p.role === "resume").map((p) => p.name);
   const versusBaseline = new Map<string, ComparisonSummary>();
@@ -463,6 +466,29 @@ function saveFindings(run: RootCauseInput): Finding[] {
     headline: `the save differs from the uninterrupted run in ${s.differing.join(", ")}`,
     title: `${saveWrong(run, s.differing)}; no loss shows it within the window.`,
     next: saveNext(run, s.differing),
+    evidence: [`${s.phase}: ${s.reason ?? s.differing.join(", ")}`],
+  }));
+}
+
+/**
+ * A fused split's perturbation card (issue 37), whatever the comparisons say: the baseline's
+ * state just after its save differs from its state just before, so the run every resume is
+ * compared with was changed by the save itself. Where the checkpoint took the same change, the
+ * resumes match the perturbed baseline and no loss shows it; where it did not, they diverge.
+ */
+function savePerturbsFindings(run: RootCauseInput): Finding[] {
+  return run.state_checks.filter((s) => s.check === "perturb" && s.verdict === "FAIL").map((s) => ({
+    code: CAUSE_CODES.savePerturbs,
+    verdict: "FAIL",
+    phases: [s.phase],
+    state: s.differing,
+    headline: `the save perturbs the run in ${s.differing.join(", ")}`,
+    title: `Saving at step ${run.save_at} changed the state ${s.phase} trains on in ` +
+      `${componentList(s.differing, s.framework)}: the fused split's baseline is not the ` +
+      "uninterrupted run, so its resumes are compared with a run the save itself moved.",
+    next: `Make the save read-only for ${s.differing.join(", ")}: no draw from the running RNG, ` +
+      "no data fetched, no counter or optimizer state advanced by saving; a separate split " +
+      "(schedule.split: separate) shows what the save changes as a divergence.",
     evidence: [`${s.phase}: ${s.reason ?? s.differing.join(", ")}`],
   }));
 }
@@ -560,7 +586,7 @@ function stateOnlyFindings(run: RootCauseInput): Finding[] {
   );
   const groups = new Map<string, string[]>();
   for (const check of run.state_checks) {
-    if (check.check || check.verdict !== "FAIL" || failing.has(check.phase)) continue;
+    if (check.check !== undefined || check.verdict !== "FAIL" || failing.has(check.phase)) continue;
     const key = check.differing.join(", ");
     groups.set(key, [...(groups.get(key) ?? []), check.phase]);
   }
@@ -577,7 +603,7 @@ function stateOnlyFindings(run: RootCauseInput): Finding[] {
       title:
         `${who}: the restored state differs from the saved one (${names}${
           tensorSuffix(run.state_checks.filter((s) =>
-            phases.includes(s.phase) && s.check !== "save"
+            phases.includes(s.phase) && s.check === undefined
           ))
         })${loadedSaveNote(run.state_checks.filter((s) => phases.includes(s.phase)))} while the ` +
         `losses pass (${lanes} lane): a difference the loss does not show within the window.`,

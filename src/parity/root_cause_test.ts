@@ -423,3 +423,21 @@ Deno.test("findRootCauses() an identical divergence of a native and a universal 
   assert.deepEqual(f.map((x) => x.code), ["cause-divergence"]);
   assert.deepEqual(f[0].comparisons, ["baseline~resume-native", "baseline~resume-universal"]);
 });
+
+Deno.test("findRootCauses() cause-save-perturbs: a fused save that moved the run has its own card", () => {
+  // save-perturbs-rng under schedule.split: fused: the checkpoint and the baseline took the same
+  // draw, so every resume matches; only the checks at the save can tell.
+  const states: StateCheckSummary[] = [
+    { phase: "baseline", check: "perturb", verdict: "FAIL", available: true, differing: ["rng"] },
+    { phase: "baseline", check: "save", verdict: "FAIL", available: true, differing: ["rng"] },
+    ...RESUMES.map((p) => ({ phase: p, verdict: "PASS" as const, available: true, differing: [] })),
+  ];
+  const findings = findRootCauses(input(RESUMES.map((r) => vs(r)), { states }), {});
+  const card = findings.find((f) => f.code === "cause-save-perturbs");
+  assert.ok(card, findings.map((f) => f.code).join(", "));
+  assert.deepEqual(card.state, ["rng"]);
+  assert.match(card.title, /Saving at step 20 changed the state baseline trains on/);
+  // The perturbation check is no restore check: no resume is blamed for it.
+  assert.ok(!findings.some((f) => f.code === "cause-state-only"));
+  assert.ok(findings.some((f) => f.code === "cause-save-differs"));
+});

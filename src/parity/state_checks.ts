@@ -14,7 +14,7 @@ import type { LoadedSave, StateCheckSummary } from "../types/summary.ts";
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
 export function findDigestEvent(
   series: MetricSeries | undefined,
-  name: "saved" | "loaded" | "snapshot" | "files",
+  name: "saved" | "loaded" | "snapshot" | "files" | "after_save",
   step?: number,
 ): EventRecord | undefined {
   if (series === undefined) return undefined;
@@ -295,7 +295,7 @@ interface _DigestPair {
 
 function _compareDigests(
   phase: string,
-  check: "save" | undefined,
+  check: StateCheckSummary["check"],
   pair: _DigestPair,
 ): StateCheckSummary {
   const { reference, candidate } = pair;
@@ -422,11 +422,40 @@ export function tensorList(checks: readonly StateCheckSummary[], shown = 3): str
   return `${named.join(", ")}${more > 0 ? ` (+${more} more tensors)` : ""}`;
 }
 
-/** How reports name a state check: its phase, and `(save)` for the save check. */
+/**
+ * How reports name a state check: its phase, `(save)` for the save check and `(save perturbs)`
+ * for a fused split's perturbation check.
+ */
 export function stateCheckName(check: Pick<StateCheckSummary, "phase" | "check">): string {
+  if (check.check === "perturb") return `${check.phase} (save perturbs)`;
   return check.check === "save"
     ? `${check.phase} (save)`
     : check.check === "convert"
     ? `${check.phase} (universal folder)`
     : check.phase;
+}
+
+/**
+ * A fused split's perturbation check (issue 37): the baseline saves at `saveAt` and trains on,
+ * so the `snapshot` it reported just before its save is compared with the `after_save` digests
+ * of the state it continues with just after. A save that moves the running RNG, data cursor or
+ * any other state FAILs it: the run the resumes are compared with was itself changed by the
+ * save, which a separate split (a baseline that never saves) would have shown as a divergence.
+ * N/A when either event is missing (`after_save` is part of the fused contract).
+ */
+export function checkSavePerturbation(
+  phase: string,
+  series: MetricSeries | undefined,
+  saveAt: number,
+): StateCheckSummary {
+  return _compareDigests(phase, "perturb", {
+    reference: findDigestEvent(series, "snapshot", saveAt),
+    candidate: findDigestEvent(series, "after_save", saveAt),
+    referenceSide: "the baseline's snapshot event (before its save)",
+    candidateSide: "the baseline's after_save event",
+    steps: ["after_save", "snapshot"],
+    differs: `the save changed the state the run continues with at step ${saveAt}`,
+    matches: `are the same just before and just after the save at step ${saveAt}`,
+    unavailable: "so whether the save perturbs the run cannot be checked",
+  });
 }

@@ -7,6 +7,7 @@ import {
   checkConvertedFiles,
   checkRestoredState,
   checkSavedState,
+  checkSavePerturbation,
   loadedSaveText,
   stateCheckName,
   tensorList,
@@ -306,4 +307,34 @@ Deno.test("checkConvertedFiles() checks the universal folder against the saved d
   assert.equal(stateCheckName(bad), "convert (universal folder)");
   // Without the split's digests there is nothing to check against.
   assert.equal(checkConvertedFiles("convert", undefined, { digests: {} }, 5).verdict, "N/A");
+});
+
+Deno.test("checkSavePerturbation() compares a fused baseline's state before and after its save", () => {
+  const fused = (after: Record<string, unknown>) =>
+    parseJsonl(jsonl([
+      { step: 20, loss: 1 },
+      { event: "snapshot", step: 20, digests: { params: "p", rng: "r0", sampler: "s" } },
+      { event: "saved", step: 20, digests: { params: "p", rng: "r0", sampler: "s" } },
+      { event: "after_save", step: 20, digests: after },
+      { step: 21, loss: 1 },
+    ]));
+  const clean = checkSavePerturbation(
+    "baseline",
+    fused({ params: "p", rng: "r0", sampler: "s" }),
+    20,
+  );
+  assert.equal(clean.verdict, "PASS");
+  assert.equal(clean.check, "perturb");
+  const drew = checkSavePerturbation(
+    "baseline",
+    fused({ params: "p", rng: "r1", sampler: "s" }),
+    20,
+  );
+  assert.equal(drew.verdict, "FAIL");
+  assert.deepEqual(drew.differing, ["rng"]);
+  assert.match(drew.reason ?? "", /the save changed the state the run continues with at step 20/);
+  assert.equal(stateCheckName(drew), "baseline (save perturbs)");
+  // No after_save (a trainer without the fused contract): not checked, never a pass.
+  const none = parseJsonl(jsonl([{ event: "snapshot", step: 20, digests: { params: "p" } }]));
+  assert.equal(checkSavePerturbation("baseline", none, 20).verdict, "N/A");
 });

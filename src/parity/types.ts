@@ -51,6 +51,11 @@ export interface PhaseEvidence {
   lane?: LaneChoice;
   /** Calibration phases: the resume they perturb and the relative LR error they apply. */
   calibration?: Calibration;
+  /**
+   * Whether it wrote the checkpoint the resumes load: the split, or under `schedule.split: fused`
+   * the baseline (then the save check compares the baseline's state before and after its save).
+   */
+  saves?: boolean;
   /** Its metrics as read ahead (while later phases ran); read from `metricsPath` when absent. */
   series?: Promise<MetricSeries>;
   /** Split: its checkpoint files as the harness's reader digested them (`trainer.checkpoint_format`). */

@@ -17,4 +17,12 @@ export const specStub = (
   consumes: string[] = [],
   tool: PhaseSpec["tool"] = "trainer",
 ): PhaseSpec =>
-  ({ name, role, tool, stopAt, consumes, args: { world_size: 2 } }) as unknown as PhaseSpec;
+  ({
+    name,
+    role,
+    tool,
+    stopAt,
+    consumes,
+    args: { world_size: 2 },
+    paths: {},
+  }) as unknown as PhaseSpec;

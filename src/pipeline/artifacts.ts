@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import { type PhaseSpec, savesCheckpoint } from "../types/phase_spec.ts";
 import { join } from "node:path";
 import { pathExists } from "./run_store.ts";
 
@@ -17,7 +17,7 @@ import { pathExists } from "./run_store.ts";
 export function requiredArtifacts(spec: PhaseSpec): Record<string, string> {
   const { paths } = spec;
   const need: Record<string, string> = {};
-  if (spec.role === "split" && paths.checkpointTag) {
+  if (savesCheckpoint(spec) && paths.checkpointTag) {
     // Several saves: every earlier tag too, by step; the last keeps the plain names.
     for (const { step, dir } of paths.checkpointTags ?? []) {
       if (dir === paths.checkpointTag) continue;
@@ -105,7 +105,7 @@ export function phaseOutputs(spec: PhaseSpec): Record<string, string | undefined
     metrics_source: spec.metrics && spec.metrics.path !== paths.metricsFile
       ? spec.metrics.path
       : undefined,
-    checkpoint_dir: spec.role === "split" ? paths.checkpointDir : undefined,
+    checkpoint_dir: savesCheckpoint(spec) ? paths.checkpointDir : undefined,
     checkpoint_tag: paths.checkpointTag,
     checkpoint_marker: spec.checkpointMarker,
     universal: paths.universal,
@@ -122,7 +122,8 @@ export function checkpointRoots(
   role: PhaseSpec["role"],
   outputs: Record<string, string | undefined>,
 ): string[] {
-  const root = role === "split"
+  // The split's, or a fused split's baseline's (the only other phase with a checkpoint tag).
+  const root = role === "split" || (role === "baseline" && outputs.checkpoint_tag)
     ? outputs.checkpoint_dir
     : role === "convert"
     ? outputs.universal

@@ -221,6 +221,13 @@ async function artifactsPresent(record: PhaseRecord): Promise<boolean> {
   if (record.role === "split" || record.role === "convert" || record.role === "plan") {
     if (record.artifacts_pruned) return false;
   }
+  // A fused split's baseline saves too: its checkpoint must be there as well as its metrics.
+  if (record.role === "baseline" && o.checkpoint_tag) {
+    const marker = o.checkpoint_marker;
+    if (!(await pathExists(marker ? join(o.checkpoint_tag, marker) : o.checkpoint_tag))) {
+      return false;
+    }
+  }
   if (record.role === "split") {
     const tag = o.checkpoint_tag;
     if (!tag) return false;
@@ -239,7 +246,9 @@ export async function checkpointProblem(
   record: PhaseRecord,
   verify: CheckpointVerifyMode,
 ): Promise<string | null> {
-  if (!PRUNABLE.has(record.role)) return null;
+  // A fused split's baseline holds the checkpoint the resumes read: verified like a split's.
+  const fusedSaver = record.role === "baseline" && record.outputs?.checkpoint_tag !== undefined;
+  if (!PRUNABLE.has(record.role) && !fusedSaver) return null;
   if (record.checkpoint_hashes === undefined) return "its phase.json records no checkpoint hashes";
   return await checkpointChanged(phaseDir, record.checkpoint_hashes, verify);
 }

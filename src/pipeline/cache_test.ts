@@ -4,6 +4,7 @@ import { ExperimentObjectSchema } from "../experiment/schema.ts";
 import { resolvePlan } from "../experiment/mod.ts";
 import {
   cacheKeyEnv,
+  checkpointProblem,
   codeInputsDigest,
   findCachedPhase,
   phaseCacheKey,
@@ -208,6 +209,24 @@ Deno.test("findCachedPhase() reuses a phase only if its outputs match their reco
     await write("3", "resume-native", { output_hashes: undefined });
     assert.equal(await find(), undefined);
     assert.match(reasons.join("\n"), /records no content hashes/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("checkpointProblem() verifies a fused split's baseline like a split, a plain baseline not", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const base = { name: "baseline", role: "baseline", status: "ok", cached: false } as const;
+    const fused = { ...base, wall_s: 1, exit_code: 0, outputs: { checkpoint_tag: "t" } };
+    assert.match(
+      (await checkpointProblem(dir, fused, "full")) ?? "",
+      /records no checkpoint hashes/,
+    );
+    assert.equal(
+      await checkpointProblem(dir, { ...base, wall_s: 1, exit_code: 0, outputs: {} }, "full"),
+      null,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

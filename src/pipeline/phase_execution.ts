@@ -13,7 +13,7 @@ import { readMetrics } from "../metrics/mod.ts";
 import { interruption } from "../process/mod.ts";
 import type { LaunchHooks, PhaseContext, PhaseState } from "./phase_state.ts";
 import type { Follower } from "./run_progress.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import { type PhaseSpec, savesCheckpoint } from "../types/phase_spec.ts";
 import type { PhaseStatus, PhaseSummary } from "../types/summary.ts";
 import { checkpointRoots, missingArtifact, phaseOutputs } from "./artifacts.ts";
 import {
@@ -244,10 +244,11 @@ async function reusePhase(
     source_run: hit.runDir,
     ...(sharedFrom ? { shared_from: sharedFrom } : {}),
     ...(message ? { message } : {}),
+    // Where the phase really ran (a reuse of a reuse keeps the first wall): the bill's saving.
+    reused_wall_s: hit.record.reused_wall_s ?? hit.record.wall_s,
   };
   await writeJsonAtomic(join(spec.paths.dir, "phase.json"), {
     ...state.summary,
-    reused_wall_s: hit.record.wall_s,
     outputs: { ...hit.record.outputs, dir: hit.phaseDir },
     output_hashes: hit.record.output_hashes,
     checkpoint_hashes: hit.record.checkpoint_hashes,
@@ -322,7 +323,7 @@ async function launchPhase(
     recordChild(ctx.manifest, spec.name, spec.argv, spec.env, spec.cwd);
     recorded = writeJsonInTurn(ctx.manifestPath, ctx.manifest);
     recorded.catch(() => {}); // rethrown through state.completion
-    warm = spec.role === "split" || spec.role === "convert" ? warmCheckpointHasher() : null;
+    warm = savesCheckpoint(spec) || spec.role === "convert" ? warmCheckpointHasher() : null;
   };
   const retries: { attempt: number; matched: string; message: string }[] = [];
   const executor = executorFor(spec.executor);

@@ -9,8 +9,9 @@
 import { join, relative } from "node:path";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { redactEnv } from "../process/mod.ts";
-import { phaseSteps, type PlannedBill, plannedBill } from "./run_bill.ts";
-import type { DevicePoolSpec, PhaseSpec } from "../types/phase_spec.ts";
+import { phaseDevices, phaseSteps, type PlannedBill, plannedBill, savingText } from "./run_bill.ts";
+import { type DevicePoolSpec, type PhaseSpec, savesCheckpoint } from "../types/phase_spec.ts";
+import type { BillSaving } from "../types/summary.ts";
 import { cacheKeyEnv, findCachedPhase, type KeyLeftOut } from "./cache.ts";
 import { computeKeys } from "./phase_execution.ts";
 import { experimentFolderName, listRuns, listSuiteRuns } from "./run_store.ts";
@@ -58,6 +59,12 @@ export interface PlanPreview {
   bill: PlannedBill & {
     /** Step-equivalents of the phases the cache would not reuse. */
     to_train_step_equivalents: number;
+    /**
+     * An estimate before anything runs: what the cache and sharing would save, in device-seconds
+     * from the walls those phases took where they ran × their devices; and fusing's saving,
+     * priced from an earlier baseline's wall where one exists (else step-equivalents only).
+     */
+    saving_estimate: { cached: BillSaving; shared: BillSaving; fused?: BillSaving };
     /** The device pool (`devices:`), when declared. */
     devices?: DevicePoolSpec;
   };
@@ -81,6 +88,7 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
   const keys = await computeKeys(plan.phases, options.baseDir, options.harnessEnv);
   const local = (text: string) => text.replaceAll(runDir, "<run>");
   const phases: PhasePreview[] = [];
+  const walls = new Map<string, { wall: number; shared: boolean }>();
   const runs = await listRuns(experimentDir);
   const suiteRuns = await listSuiteRuns(options.resultsDir, experimentDir);
   for (const spec of plan.phases) {
@@ -104,12 +112,19 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
       ...(spec.executor.kind !== "local" ? { executor: spec.executor } : {}),
       cached_from: hit && !hit.artifactsMissing ? hit.runDir : null,
     });
+    if (hit && !hit.artifactsMissing) {
+      walls.set(spec.name, {
+        wall: hit.record.reused_wall_s ?? hit.record.wall_s,
+        shared: hit !== own,
+      });
+    }
   }
   const toRun = new Set(phases.filter((p) => p.cached_from === null).map((p) => p.name));
   const bill = {
     ...plannedBill(plan.phases, plan.judge.saveAt),
     to_train_step_equivalents: plan.phases.filter((spec) => toRun.has(spec.name))
       .reduce((a, spec) => a + phaseSteps(spec, plan.judge.saveAt), 0),
+    saving_estimate: savingEstimate(plan.phases, walls, plan.judge.saveAt),
     ...(plan.devices ? { devices: plan.devices } : {}),
   };
   return { experiment: exp.name, experiment_dir: experimentDir, phases, bill };
@@ -145,14 +160,54 @@ export function formatPlanPreview(preview: PlanPreview): string {
   return lines.join("\n");
 }
 
+/** The saving estimate of {@link previewPlan}: reused phases' earlier walls × their devices. */
+function savingEstimate(
+  specs: readonly PhaseSpec[],
+  walls: ReadonlyMap<string, { wall: number; shared: boolean }>,
+  saveAt: number,
+): PlanPreview["bill"]["saving_estimate"] {
+  const saving = (shared: boolean): BillSaving => {
+    const reused = specs.filter((spec) => walls.get(spec.name)?.shared === shared);
+    return {
+      phases: reused.length,
+      step_equivalents: reused.reduce((a, spec) => a + phaseSteps(spec, saveAt), 0),
+      device_seconds: Math.round(
+        reused.reduce((a, spec) => a + walls.get(spec.name)!.wall * phaseDevices(spec), 0) * 1000,
+      ) / 1000,
+    };
+  };
+  const baseline = specs.find((spec) => spec.role === "baseline" && savesCheckpoint(spec));
+  const earlier = baseline && walls.get(baseline.name);
+  const fused = baseline === undefined ? undefined : {
+    phases: 1,
+    step_equivalents: saveAt,
+    ...(earlier
+      ? {
+        device_seconds: Math.round(
+          earlier.wall * (saveAt / baseline.stopAt) * phaseDevices(baseline) * 1000,
+        ) / 1000,
+      }
+      : {}),
+  };
+  return { cached: saving(false), shared: saving(true), ...(fused ? { fused } : {}) };
+}
+
 function billPreviewLine(bill: PlanPreview["bill"]): string {
   const pool = bill.devices
     ? `pool ${bill.devices.kind} [${bill.devices.ids.join(",")}]`
     : "no device pool (one phase at a time unless parallel is set)";
+  const { cached, shared, fused } = bill.saving_estimate;
+  const saved = (
+    [["cache", cached], ["sharing", shared], ["fusing", fused]] as const
+  ).flatMap(([what, s]) => s !== undefined && s.phases > 0 ? [`${what} ${savingText(s)}`] : []);
   return `bill: ${bill.step_equivalents} step-equivalents planned, ` +
     `${bill.to_train_step_equivalents} to train after the cache; critical path ` +
     `${bill.critical_path_steps} (${bill.critical_path.join(" → ")}); widest phase ` +
-    `${bill.widest_phase_devices} devices; ${pool}`;
+    `${bill.widest_phase_devices} devices; ${pool}` +
+    (saved.length > 0
+      ? `; estimated savings (earlier walls × devices; fusing priced only once a baseline ` +
+        `has run): ${saved.join(", ")}`
+      : "");
 }
 
 /** An argument as a person would type it (for reading only: argv never goes through a shell). */

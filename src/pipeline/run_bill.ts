@@ -8,7 +8,7 @@
  */
 
 import { deviceDemand } from "../experiment/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import { type PhaseSpec, savesCheckpoint } from "../types/phase_spec.ts";
 import type { BillSaving, PhaseSummary, RunBill } from "../types/summary.ts";
 
 /**
@@ -69,6 +69,10 @@ export function runBill(
     return {
       phases: reused.length,
       step_equivalents: sum(reused.map((spec) => phaseSteps(spec, saveAt))),
+      // What each took where it ran, on the devices it holds.
+      device_seconds: round3(
+        sum(reused.map((spec) => (byName.get(spec.name)!.reused_wall_s ?? 0) * phaseDevices(spec))),
+      ),
     };
   };
   const ran = specs.filter(launched);
@@ -83,6 +87,30 @@ export function runBill(
     wall_over_critical: chain.total > 0 ? round3(wallS / chain.total) : null,
     cached: saving((s) => s.shared_from === undefined),
     shared: saving((s) => s.shared_from !== undefined),
+    ...fusedSaving(specs, byName, saveAt),
+  };
+}
+
+/**
+ * What a fused split saved: the split phase that never ran, i.e. `saveAt` steps on the
+ * baseline's devices, priced at the baseline's measured wall (here or where it was reused from)
+ * × saveAt/steps. Nothing for a separate split.
+ */
+function fusedSaving(
+  specs: readonly PhaseSpec[],
+  byName: ReadonlyMap<string, PhaseSummary>,
+  saveAt: number,
+): { fused?: BillSaving } {
+  const baseline = specs.find((spec) => spec.role === "baseline" && savesCheckpoint(spec));
+  if (baseline === undefined) return {};
+  const s = byName.get(baseline.name);
+  const wall = s === undefined ? 0 : s.cached ? s.reused_wall_s ?? 0 : s.wall_s;
+  return {
+    fused: {
+      phases: 1,
+      step_equivalents: saveAt,
+      device_seconds: round3(wall * (saveAt / baseline.stopAt) * phaseDevices(baseline)),
+    },
   };
 }
 
@@ -98,6 +126,8 @@ export interface PlannedBill {
   critical_path: string[];
   /** Devices the widest single phase takes. */
   widest_phase_devices: number;
+  /** Step-equivalents `schedule.split: fused` saves (the split that does not run); 0 otherwise. */
+  fused_step_equivalents: number;
 }
 
 /** The planned bill of the resolved phases. */
@@ -109,24 +139,32 @@ export function plannedBill(specs: readonly PhaseSpec[], saveAt: number): Planne
     critical_path_steps: chain.total,
     critical_path: chain.phases,
     widest_phase_devices: Math.max(0, ...specs.map(phaseDevices)),
+    fused_step_equivalents: specs.some((spec) => spec.role === "baseline" && savesCheckpoint(spec))
+      ? saveAt
+      : 0,
   };
 }
 
 /** One console line of a run's bill. */
 export function billLine(bill: RunBill): string {
-  const saved = [
-    bill.cached.phases > 0
-      ? `cache saved ${bill.cached.step_equivalents} (${bill.cached.phases} phases)`
-      : "",
-    bill.shared.phases > 0
-      ? `sharing saved ${bill.shared.step_equivalents} (${bill.shared.phases} phases)`
-      : "",
-  ].filter(Boolean);
+  const saved = (
+    [["cache", bill.cached], ["sharing", bill.shared], ["fusing", bill.fused]] as const
+  ).flatMap(([what, s]) =>
+    s !== undefined && s.phases > 0
+      ? [`${what} saved ${savingText(s)} (${s.phases} phase${s.phases === 1 ? "" : "s"})`]
+      : []
+  );
   return `bill: ${bill.step_equivalents} step-equivalents trained, ` +
     `${bill.device_seconds.toFixed(1)} device-seconds, wall ${bill.wall_s.toFixed(1)} s vs ` +
     `critical path ${bill.critical_path_s.toFixed(1)} s` +
     (bill.wall_over_critical !== null ? ` (×${bill.wall_over_critical.toFixed(2)})` : "") +
-    (saved.length > 0 ? `; ${saved.join(", ")} step-equivalents` : "");
+    (saved.length > 0 ? `; ${saved.join(", ")}` : "");
+}
+
+/** `40 step-equivalents, 12.3 device-seconds` (the device-seconds where known). */
+export function savingText(s: BillSaving): string {
+  return `${s.step_equivalents} step-equivalents` +
+    (s.device_seconds !== undefined ? `, ${s.device_seconds.toFixed(1)} device-seconds` : "");
 }
 
 function sum(xs: number[]): number {

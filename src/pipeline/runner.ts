@@ -12,8 +12,8 @@ import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts
 import {
   cardLines,
   causeLine,
-  CONSOLE_WARNINGS,
   type CheckpointFilesEvidence,
+  CONSOLE_WARNINGS,
   evaluateRun,
   judgeRun,
   lossesCsv,
@@ -23,7 +23,12 @@ import {
 import { HARNESS_REDACTION, interruption, writeTextAtomic } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
 import { describeEnvironmentError } from "./environment_error.ts";
-import type { JudgeSpec, PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
+import {
+  type JudgeSpec,
+  type PhaseSpec,
+  type ResolvedPlan,
+  savesCheckpoint,
+} from "../types/phase_spec.ts";
 import { type CodeDigests, quarantineIncomplete } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { removeStrayTemporaries } from "./stray_temporaries.ts";
@@ -540,14 +545,17 @@ async function gatherEvidence(
       ...(spec.fromStep !== undefined ? { fromStep: spec.fromStep } : {}),
       topology: spec.topologyKey,
       lane: spec.lane,
+      ...(savesCheckpoint(spec) ? { saves: true } : {}),
       ...(spec.calibration ? { calibration: spec.calibration } : {}),
       ...(present && metrics ? { series: metrics } : {}),
     }));
-  const split = plan.phases.find((s) => s.role === "split");
+  const split = plan.phases.find(savesCheckpoint);
   // The checkpoint folders the harness read back (trainer.checkpoint_format).
   for (const phase of phases) {
     const state = states.find((s) => s.spec.name === phase.name);
-    if (phase.role !== "split" || phase.status !== "ok" || !state?.spec.readBack) continue;
+    if (phase.status !== "ok" || !state || !savesCheckpoint(state.spec) || !state.spec.readBack) {
+      continue;
+    }
     const files = await readJsonIfPresent(state.spec.readBack.out);
     if (files) phase.checkpointFiles = files;
   }

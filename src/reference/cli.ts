@@ -21,6 +21,7 @@ import { FAULT_NAMES, isFault } from "./faults.ts";
 import { CRASH_IN_SAVE_ENV } from "./files.ts";
 import { PLAN_FLAGS, runPlan } from "./resharding_plan.ts";
 import { runTrain } from "./trainer.ts";
+import { pinToParityCpus } from "./cpu_affinity.ts";
 import { convertToUniversal } from "./universal.ts";
 
 /** Output channels of a command (stderr lines; tests capture them). */
@@ -50,6 +51,8 @@ export const COMMANDS: Record<string, Command> = {
       const values = parseFlags(argv, TRAIN_FLAGS, env);
       const options = trainOptions(values);
       options.crashInSave = env[CRASH_IN_SAVE_ENV] === "1";
+      // A device pool's CPU share: the training thread runs on those cores.
+      pinToParityCpus(env, io.err);
       await runTrain(options, { log: io.err, out: io.out });
       return TRAINER_EXIT_CODES.OK;
     },

@@ -180,7 +180,14 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
       if (opts.digestAt.includes(k)) {
         sink.write({ event: "snapshot", step: k, ...digestState(state) });
       }
-      if (opts.saveAt.includes(k)) save(state, engine, opts, sink, io);
+      if (opts.saveAt.includes(k)) {
+        save(state, engine, opts, sink, io);
+        // A fused split (issue 37): the process that saved trains on; what it continues with
+        // just after the save, for the perturbation check against the snapshot just before.
+        if (opts.digestAt.includes(k)) {
+          sink.write({ event: "after_save", step: k, ...digestState(state) });
+        }
+      }
     }
   } finally {
     sink.close();

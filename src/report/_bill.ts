@@ -6,7 +6,15 @@
  */
 
 import { basename } from "node:path";
-import type { RunSummary } from "../types/summary.ts";
+import type { BillSaving, RunSummary } from "../types/summary.ts";
+
+/** `40 step-equivalents, 12.3 device-seconds` (device-seconds where the summary has them). */
+function savedText(saving: BillSaving): string {
+  return `${saving.step_equivalents} step-equivalents` +
+    (saving.device_seconds !== undefined
+      ? `, ${saving.device_seconds.toFixed(1)} device-seconds`
+      : "");
+}
 
 /** Sentences of the cost section; empty for a summary without a bill (an older run). */
 export function billSentences(s: RunSummary): string[] {
@@ -21,7 +29,7 @@ export function billSentences(s: RunSummary): string[] {
   ];
   if (b.cached.phases > 0) {
     lines.push(
-      `The cache saved ${b.cached.step_equivalents} step-equivalents (${b.cached.phases} ` +
+      `The cache saved ${savedText(b.cached)} (${b.cached.phases} ` +
         "phases reused from earlier runs of this experiment).",
     );
   }
@@ -33,11 +41,18 @@ export function billSentences(s: RunSummary): string[] {
       (p) => `${p.shared_from} run ${basename(p.source_run ?? "?")}`,
     );
     lines.push(
-      `Sharing saved ${b.shared.step_equivalents} step-equivalents (the same inputs by content, ` +
+      `Sharing saved ${savedText(b.shared)} (the same inputs by content, ` +
         "checked like any cached phase): " +
         [...bySource].map(([from, ps]) => `${from}: ${ps.map((p) => p.name).join(", ")}`)
           .join("; ") +
         ".",
+    );
+  }
+  if (b.fused !== undefined) {
+    lines.push(
+      `Fusing the split saved ${savedText(b.fused)} (schedule.split: fused: the baseline ` +
+        `saved at step ${s.save_at} and trained on; no split phase ran; ` +
+        "priced at the baseline's measured wall for those steps).",
     );
   }
   const pooled = s.phases.filter((p) => p.devices !== undefined);

@@ -45,3 +45,27 @@ Deno.test("billSentences: the bill, what the cache and sharing saved, the pool's
   assert.equal(lines[3], "Devices (cuda): split [0,1].");
   assert.deepEqual(billSentences({ ...summary, bill: undefined }), []);
 });
+
+Deno.test("billSentences: savings in device-seconds, and what fusing the split saved", () => {
+  const summary = {
+    save_at: 20,
+    phases: [phase("baseline"), phase("resume-native", { cached: true, reused_wall_s: 3 })],
+    bill: {
+      step_equivalents: 40,
+      device_seconds: 8,
+      wall_s: 3,
+      critical_path_s: 2,
+      critical_path: ["baseline"],
+      wall_over_critical: 1.5,
+      cached: { phases: 1, step_equivalents: 20, device_seconds: 6 },
+      shared: { phases: 0, step_equivalents: 0, device_seconds: 0 },
+      fused: { phases: 1, step_equivalents: 20, device_seconds: 2.5 },
+    },
+  } as unknown as RunSummary;
+  const lines = billSentences(summary);
+  assert.match(lines[1], /^The cache saved 20 step-equivalents, 6\.0 device-seconds \(1 phases/);
+  assert.match(
+    lines[2],
+    /^Fusing the split saved 20 step-equivalents, 2\.5 device-seconds \(schedule\.split: fused: the baseline saved at step 20 and trained on; no split phase ran/,
+  );
+});

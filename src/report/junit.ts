@@ -166,7 +166,9 @@ function _stateCase(exp: string, st: RunSummary["state_checks"][number]): Case {
     const named = componentList(st.differing, st.framework);
     const notInFiles = st.not_in_files ?? [];
     const loaded = loadedSaveText(st);
-    const message = st.check !== "save"
+    const message = st.check === "perturb"
+      ? `the save changed the state the baseline trains on: ${named}`
+      : st.check !== "save"
       ? `restored state differs: ${named}${loaded ? `; ${loaded}` : ""}`
       : notInFiles.length > 0
       ? `not in the checkpoint files: ${componentList(notInFiles, st.framework)}`

@@ -294,11 +294,15 @@ function passLine(run: LoadedRun): string {
  */
 function noDigestsNote(missing: readonly StateCheckSummary[]): string {
   const saves = missing.filter((c) => c.check === "save").length;
-  const loads = missing.length - saves;
+  const perturb = missing.some((c) => c.check === "perturb");
+  const loads = missing.filter((c) => c.check === undefined).length;
   const resumes = loads > 0 ? `${loads} resume${loads === 1 ? "" : "s"}` : "";
-  if (saves === 0) return `${resumes} emitted no digests`;
-  const save = "the save check (split vs the baseline at the save step)";
-  return `${resumes ? `${resumes} and ` : ""}${save} had no digests`;
+  const checks = [
+    saves > 0 ? "the save check (split vs the baseline at the save step)" : "",
+    perturb ? "the fused save's perturbation check (before vs after the save)" : "",
+  ].filter(Boolean);
+  if (checks.length === 0) return `${resumes} emitted no digests`;
+  return `${[resumes, ...checks].filter(Boolean).join(" and ")} had no digests`;
 }
 
 function stateSection(run: LoadedRun, resolve: LinkResolver): Section {

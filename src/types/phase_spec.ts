@@ -256,3 +256,12 @@ export interface ResolvedPlan {
   /** What the experiment leaves unchecked (warnings in the report and on the console). */
   warnings: Diagnostic[];
 }
+
+/**
+ * Whether a phase writes the checkpoint the resumes, the converter and the planner read: the
+ * split, or under `schedule.split: fused` the baseline (issue 37). Only that phase has a
+ * checkpoint tag.
+ */
+export function savesCheckpoint(spec: { paths: { checkpointTag?: string } }): boolean {
+  return spec.paths.checkpointTag !== undefined;
+}

@@ -62,6 +62,8 @@ export interface PhaseSummary {
   shared_from?: string;
   /** The devices of the pool it ran on (`devices:`). */
   devices?: PhaseDevices;
+  /** Cached or shared: the wall time, seconds, the phase took where it ran (the bill's saving). */
+  reused_wall_s?: number;
 }
 
 /** Devices of a pool that one phase ran on. */
@@ -245,11 +247,12 @@ export interface StateCheckSummary {
   phase: string;
   /**
    * `save`: the split's saved digests against the baseline's snapshot at the save step and against
-   * what the checkpoint files hold (a `files` event); absent:
+   * what the checkpoint files hold (a `files` event); `perturb` (a fused split): the baseline's
+   * snapshot just before its save against its `after_save` digests just after; absent:
    * a resume's loaded digests against the saved ones; `convert`: the converter's universal
    * folder, read back, against the split's saved digests.
    */
-  check?: "save" | "convert";
+  check?: "save" | "convert" | "perturb";
   /** PASS, FAIL, or ERROR; `available: false` when the trainer emits no digests. */
   verdict: Verdict | "N/A";
   /** Whether both sides carried digests. */
@@ -548,6 +551,12 @@ export interface BillSaving {
   phases: number;
   /** Optimizer steps they did not train again (summed over phases). */
   step_equivalents: number;
+  /**
+   * Device-seconds they did not spend again: Σ of each phase's measured wall where it ran
+   * (`reused_wall_s`; for a fused split, the baseline's wall scaled to the steps the split
+   * would have trained) × the devices it holds. Absent in summaries written before it existed.
+   */
+  device_seconds?: number;
 }
 
 /**
@@ -571,6 +580,11 @@ export interface RunBill {
   cached: BillSaving;
   /** Reused from another experiment of the results folder. */
   shared: BillSaving;
+  /**
+   * What `schedule.split: fused` saved: the split phase that did not run (its steps, and the
+   * baseline's measured wall × saveAt/steps × its devices); absent for a separate split.
+   */
+  fused?: BillSaving;
 }
 
 /** The whole `summary.json`. */
