@@ -105,7 +105,7 @@ Deno.test("phaseGraph() of a fused split: no split phase, the baseline saves, al
   const nodes = phaseGraph(exp);
   assert.ok(!nodes.some((n) => n.role === "split"));
   const baseline = nodes.find((n) => n.name === "baseline")!;
-  assert.equal(baseline.saveAt, 20);
+  assert.deepEqual(baseline.saveSteps, [20]);
   assert.equal(baseline.stopAt, 40);
   const byName = new Map(nodes.map((n) => [n.name, n]));
   assert.deepEqual(byName.get("resume-native")!.consumes, ["baseline"]);
@@ -115,6 +115,6 @@ Deno.test("phaseGraph() of a fused split: no split phase, the baseline saves, al
   assert.deepEqual(byName.get("resume-plan-balanced")!.consumes, ["plan-balanced", "baseline"]);
   // The default stays a separate split whose baseline never saves.
   const separate = phaseGraph(experiment());
-  assert.equal(separate.find((n) => n.name === "baseline")!.saveAt, undefined);
+  assert.equal(separate.find((n) => n.name === "baseline")!.saveSteps, undefined);
   assert.deepEqual(separate.find((n) => n.name === "resume-native")!.consumes, ["split"]);
 });

@@ -22,7 +22,7 @@ export function phaseSteps(spec: PhaseSpec, saveAt: number): number {
 }
 
 /** Devices a phase holds: its pool share, else a trainer's world size and one core for a tool. */
-function phaseDevices(spec: PhaseSpec): number {
+export function phaseDevices(spec: PhaseSpec): number {
   return spec.devices ?? deviceDemand(spec.tool, spec.args, "cpu");
 }
 
