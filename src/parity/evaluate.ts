@@ -26,6 +26,7 @@ import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflig
 import { looksRounded, roundedSides, roundingBound } from "./rounded.ts";
 import { type SensitivityContext, withSensitivity } from "./sensitivity.ts";
 import { checkRestoredState, checkSavedState, findDigestEvent } from "./state_checks.ts";
+import { withGradBuffers } from "./grad_carryover.ts";
 import type { Evaluation, EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
 import { firstAtLeast } from "./_sorted.ts";
 
@@ -163,9 +164,14 @@ export async function evaluateRun(input: EvaluationInput): Promise<Evaluation> {
     .filter((p) => p.role === "resume")
     .map((p) =>
       p.status === "ok"
-        ? checkRestoredState(
-          p.name,
-          split ? judged(split.name) : undefined,
+        ? withGradBuffers(
+          checkRestoredState(
+            p.name,
+            split ? judged(split.name) : undefined,
+            judged(p.name),
+            input.saveAt,
+          ),
+          baseline?.status === "ok" ? judged(baseline.name) : undefined,
           judged(p.name),
           input.saveAt,
         )

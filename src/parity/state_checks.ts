@@ -14,7 +14,7 @@ import type { StateCheckSummary } from "../types/summary.ts";
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
 export function findDigestEvent(
   series: MetricSeries | undefined,
-  name: "saved" | "loaded" | "snapshot" | "files",
+  name: "saved" | "loaded" | "snapshot" | "files" | "grads",
   step?: number,
 ): EventRecord | undefined {
   if (series === undefined) return undefined;
