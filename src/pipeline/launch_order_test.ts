@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { specStub } from "./_testing.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
 import { launchOrder } from "./launch_order.ts";
 
 const spec = specStub;

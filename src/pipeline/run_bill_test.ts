@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { specStub } from "./_testing.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { PhaseSummary } from "../types/summary.ts";
 import { billLine, longestChain, phaseSteps, plannedBill, runBill } from "./run_bill.ts";
 
