@@ -1,4 +1,4 @@
-"""The metrics side of the contract: JSONL step records and ``saved``/``loaded``/``snapshot``
+"""The metrics side of the contract: JSONL step records and ``saved``/``loaded``/``snapshot``/``grads``
 events at full precision, the per-tensor sidecar, and the atomic completion marker.
 
 Standard library only: a trainer without torch can still write metrics. Only rank 0 (the ``RANK``

@@ -11,7 +11,9 @@ what that save wrote (:mod:`parity_hooks._hf_state`) and the completion marker a
 save. A resumed process reports ``loaded`` digests right before its first step — after HF has
 restored the model, optimizer, scheduler, trainer state and RNG and fast-forwarded the data (at an
 epoch's start, the RNG as HF restored it, before the epoch's data iterator draws from it) — and
-the baseline a ``snapshot`` at ``PARITY_DIGEST_AT``. Under ``--deepspeed`` the state is the
+the baseline a ``snapshot`` at ``PARITY_DIGEST_AT``. Both report a ``grads`` event (the gradient
+buffers, ``grad_buffers``) at ``on_step_begin`` of the step after: HF zeroes after each optimizer
+step, so they are what that step accumulates onto. Under ``--deepspeed`` the state is the
 engine's, gathered (:mod:`parity_hooks.deepspeed`).
 
 The launcher observes, without changing them, four points of ``Trainer``'s loop that a callback

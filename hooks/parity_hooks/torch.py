@@ -32,7 +32,10 @@ Components: ``params`` (the parameters the optimizer updates, as stored), each p
 optimizer state under its own name (``exp_avg``, ``exp_avg_sq`` for Adam/AdamW, ``momentum_buffer``
 for SGD, ...), ``optimizer_step``, ``param_groups``, ``lr_scheduler``, ``rng`` (python, numpy, torch
 CPU, CUDA when initialised), ``data`` (what ``data.state_dict()`` returns) and one per key of
-``extra``; per tensor ``"<param name> · exp_avg"``. ``saved(step, rng=state)`` hashes the RNG state
+``extra``; per tensor ``"<param name> · exp_avg"``. ``grad_buffers`` (the ``grads`` event) digests
+the parameters' ``.grad`` as the step after ``snapshot`` (the baseline) or ``loaded`` (a resume)
+begins: the hook arranges it itself, at that step's first backward, before autograd accumulates
+(so after the loop's ``zero_grad``, wherever it sits in the step); ``None`` and zeros alike. ``saved(step, rng=state)`` hashes the RNG state
 the checkpoint holds rather than the running one (they differ when the save itself draws, a
 save-side bug the harness then blames on the save). The digests are this process's: in a
 data-parallel loop call them on rank 0 (only rank 0 writes anyway).
