@@ -72,7 +72,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _events, _torch_state
-from ._digest import ABSENT, SEP, digest_json, hash_tensor, named_tensors_digest, rng_digest_of_states, tensor_digest
+from ._digest import ABSENT, SEP, ZERO, digest_json, hash_tensor, named_tensors_digest, rng_digest_of_states, tensor_digest
 from ._digest import replicated_rng_digest as _replicated_rng
 from ._events import COMPLETE_MARKER, TENSORS_INLINE_MAX
 from ._rng import gather_objects, rank_and_world, rng_digest, rng_state, set_rng_state
@@ -256,8 +256,9 @@ def grad_buffer_digests(engine: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
     """``({"grad_buffers": digest}, tensors)`` of the gradient buffers a DeepSpeed engine
     accumulates into across micro-steps: every module parameter's ``.grad`` (ZeRO-0/1, and ZeRO-2,
     whose ``.grad`` is a view into its partition buffer) and the bf16 optimizer's fp32 gradient
-    accumulators (``fp32_groups_gradients_flat``). ``None`` and all-zero digest alike
-    (``_torch_state.grad_buffer``). Buffers DeepSpeed overwrites on a window's first micro-step
+    accumulators (``fp32_groups_gradients_flat``, named only when not empty, so engines of any ZeRO
+    stage, precision or layout whose buffers are all empty digest alike). ``None`` and all-zero
+    digest alike (``_torch_state.grad_buffer``). Buffers DeepSpeed overwrites on a window's first micro-step
     (ZeRO-3's ``grad_partitions_flat_buffer``, ZeRO-1's ``averaged_gradients``) carry nothing over
     and are left out. Each rank hashes its own buffers; the digest is the common one when every
     rank's agrees, else that of the per-rank list; ``tensors`` are this rank's. A collective:
@@ -265,7 +266,9 @@ def grad_buffer_digests(engine: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
     named: List[Tuple[str, Any]] = [(n, _torch_state.grad_buffer(p.grad))
                                     for n, p in engine.module.named_parameters() if p.requires_grad]
     for i, flat in enumerate(getattr(engine.optimizer, "fp32_groups_gradients_flat", None) or []):
-        named.append((f"fp32_groups_gradients_flat.{i}", _torch_state.grad_buffer(flat)))
+        held = _torch_state.grad_buffer(flat)
+        if held is not ZERO:  # an empty accumulator is left out: stages and layouts then agree
+            named.append((f"fp32_groups_gradients_flat.{i}", held))
     tensors = {f"{n}{SEP}grad": tensor_digest(t) for n, t in named}
     mine = named_tensors_digest(named)
     every = gather_objects(mine)
