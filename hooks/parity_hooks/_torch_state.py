@@ -18,8 +18,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from ._digest import ABSENT, SEP, ZERO, digest_json, hash_tensor, json_default, tensor_digest
 from ._rng import rng_digest
 
-__all__ = ["state_digests", "grad_buffer", "grad_buffer_digests", "optimizer_step_state", "param_groups_state", "named_optimizer_params",
-           "optimizer_state_keys"]
+__all__ = ["state_digests", "grad_buffer", "grad_buffer_digests", "optimizer_step_state", "param_groups_state",
+           "named_optimizer_params", "optimizer_state_keys"]
 
 Gather = Callable[[Any], List[Any]]
 

@@ -72,7 +72,8 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _events, _torch_state
-from ._digest import ABSENT, SEP, ZERO, digest_json, hash_tensor, named_tensors_digest, rng_digest_of_states, tensor_digest
+from ._digest import (ABSENT, SEP, ZERO, digest_json, hash_tensor, named_tensors_digest, rng_digest_of_states,
+                      tensor_digest)
 from ._digest import replicated_rng_digest as _replicated_rng
 from ._events import COMPLETE_MARKER, TENSORS_INLINE_MAX
 from ._rng import gather_objects, rank_and_world, rng_digest, rng_state, set_rng_state

@@ -35,10 +35,11 @@ CPU, CUDA when initialised), ``data`` (what ``data.state_dict()`` returns) and o
 ``extra``; per tensor ``"<param name> · exp_avg"``. ``grad_buffers`` (the ``grads`` event) digests
 the parameters' ``.grad`` as the step after ``snapshot`` (the baseline) or ``loaded`` (a resume)
 begins: the hook arranges it itself, at that step's first backward, before autograd accumulates
-(so after the loop's ``zero_grad``, wherever it sits in the step); ``None`` and zeros alike. ``saved(step, rng=state)`` hashes the RNG state
-the checkpoint holds rather than the running one (they differ when the save itself draws, a
-save-side bug the harness then blames on the save). The digests are this process's: in a
-data-parallel loop call them on rank 0 (only rank 0 writes anyway).
+(so after the loop's ``zero_grad``, wherever it sits in the step); ``None`` and zeros alike.
+``saved(step, rng=state)`` hashes the RNG state the checkpoint holds rather than the running one
+(they differ when the save itself draws, a save-side bug the harness then blames on the save).
+The digests are this process's: in a data-parallel loop call them on rank 0 (only rank 0 writes
+anyway).
 
 Accelerate: pass what the loop steps (``accelerator.prepare`` returns wrappers whose ``state`` and
 ``param_groups`` are the optimizer's), and save and load through ``accelerator.save_state`` /
