@@ -246,7 +246,8 @@ export interface StateCheckSummary {
   /**
    * `save`: the split's saved digests against the baseline's snapshot at the save step and against
    * what the checkpoint files hold (a `files` event); absent:
-   * a resume's loaded digests against the saved ones.
+   * a resume's loaded digests against the saved ones, and its gradient buffers as its first step
+   * begins against the baseline's at that step (`grad_buffers`, from `grads` events).
    */
   check?: "save";
   /** PASS, FAIL, or ERROR; `available: false` when the trainer emits no digests. */
