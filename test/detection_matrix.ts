@@ -150,6 +150,17 @@ export const DETECTION_MATRIX: Detection[] = [
       "param_groups; the first update differs, so the loss at 22",
   },
   {
+    fault: "carry-grads",
+    cause: "cause-grad-carryover",
+    comparison: "baseline~resume-native",
+    step: 22,
+    state: "grad_buffers",
+    statePhase: "resume-native",
+    note: "the loop never zeroes its gradients, the baseline too: it enters step 21 with the " +
+      "gradients a fresh process lacks; every restored digest equals the saved one, the grads " +
+      "events at 21 differ, the first update differs, so the loss at 22",
+  },
+  {
     fault: "expert-moment-one-param",
     cause: "cause-converter",
     comparison: "baseline~resume-universal",

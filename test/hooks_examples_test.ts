@@ -83,6 +83,10 @@ for (const example of EXAMPLES) {
             assert.ok(save?.files_compared?.includes(c), `${c}: ${save?.reason}`);
           }
         }
+        assert.ok(
+          restore?.compared?.includes("grad_buffers"),
+          `the gradient buffers at the first resumed step are compared: ${JSON.stringify(restore)}`,
+        );
 
         const faulty = await runExperiment(file, results, [
           `resume.native.args.fault=${example.fault}`,
@@ -100,3 +104,50 @@ for (const example of EXAMPLES) {
     },
   });
 }
+
+Deno.test({
+  name:
+    "examples/torch_loop: a loop that forgets zero_grad FAILs at save_at + 2 with cause-grad-carryover",
+  ignore,
+  async fn() {
+    assertVenv();
+    const results = await Deno.makeTempDir({ prefix: "hooks-torch-loop-grads-" });
+    try {
+      const file = join(PROJECT, "examples/torch_loop/experiment.yaml");
+      // Every phase has the bug (it is the loop's): the baseline carries gradients, a resume not.
+      const run = await runExperiment(file, results, ["trainer.args.fault=forget-zero-grad"]);
+      const context = async () => await failureContext(results, "hooks-torch-loop");
+      assert.equal(run.code, 1, `${run.stdout}${run.stderr}\n${await context()}`);
+      const fail = await latestSummary(results, "hooks-torch-loop");
+      const check = fail.state_checks.find((s) => s.phase === "resume-native" && !s.check);
+      assert.equal(check?.verdict, "FAIL", JSON.stringify(check));
+      assert.deepEqual(
+        check!.differing,
+        ["grad_buffers"],
+        "everything the checkpoint holds is restored",
+      );
+      assert.ok(check!.differing_tensors?.includes("0.weight · grad"), JSON.stringify(check));
+      const save = fail.state_checks.find((s) => s.check === "save");
+      assert.equal(save?.verdict, "PASS", "the save holds the uninterrupted run's state");
+      const native = fail.comparisons.find((c) => c.name === "baseline~resume-native");
+      // save_at 6: step 7's forward is the same, its update is not.
+      assert.equal(native?.verdict, "FAIL");
+      assert.equal(native?.first_divergent_step, 8);
+      const card = fail.findings?.[0];
+      assert.equal(card?.code, "cause-grad-carryover", JSON.stringify(fail.findings));
+      assert.deepEqual(card?.state, ["grad_buffers"]);
+      assert.match(
+        card!.title,
+        /carried gradients into the next step that a fresh process does not have/,
+      );
+      // The report and JUnit show the component and the card.
+      const latest = join(results, "hooks-torch-loop", "latest");
+      assert.match(await Deno.readTextFile(join(latest, "junit.xml")), /grad_buffers/);
+      const report = await Deno.readTextFile(join(latest, "report.md"));
+      assert.match(report, /cause-grad-carryover/);
+      assert.match(report, /grad\\_buffers \(the gradients carried into the first resumed step\)/);
+    } finally {
+      await Deno.remove(results, { recursive: true });
+    }
+  },
+});

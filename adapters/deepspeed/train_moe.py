@@ -63,7 +63,8 @@ import torch.nn.functional as F  # noqa: E402
 from models import AUTOEP_PRESETS, DENSE, MODELS, build_model  # noqa: E402
 from optimizers import OPTIMIZERS, optimizer_config, prime_cpu_adam, scale_lr_on_resume  # noqa: E402
 from parity_hooks import Contract  # noqa: E402
-from parity_hooks.deepspeed import Parity, base_optimizer, expert_layout, flat_states_by_storage, full_hp  # noqa: E402
+from parity_hooks.deepspeed import (Parity, base_optimizer, expert_layout, flat_states_by_storage,  # noqa: E402
+                                    full_hp, grad_buffer_digests)
 from process_state import write_process_state  # noqa: E402
 
 FAULTS = {
@@ -606,6 +607,7 @@ def main(argv: list[str]) -> int:
         # Per process and expert slot, for the plan-execute check (docs/plan-sync.md).
         write_process_state(engine, parity.run_dir, source=f"resume-{a.resume_kind}")
         first = resumed + 1
+        parity.grads(first, *grad_buffer_digests(engine))  # what the first backward accumulates onto
     else:
         first = 1
 
@@ -635,6 +637,8 @@ def main(argv: list[str]) -> int:
             # What the uninterrupted run holds where the split saves: the same digests the save
             # reports, without saving (gathers only; no RNG draw, nothing the next step reads).
             parity.snapshot(step, *parity.engine_state(engine, data=sampler.state_dict()))
+            # engine.step() zeroed the buffers at the boundary: what step + 1 accumulates onto.
+            parity.grads(step + 1, *grad_buffer_digests(engine))
         if step in a.save_at:
             t3 = time.perf_counter()
             client_state = saved_client_state(parity, sampler, a.fault, step)

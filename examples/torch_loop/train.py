@@ -7,10 +7,14 @@ data set made from the seed. The checkpoint is the loop's own (torch.save of mod
 scheduler, data position and RNG states); the hook adds the contract: full-precision metrics,
 digests of what was saved and restored, and the completion marker.
 
-    .venv-hooks/bin/python examples/torch_loop/train.py [--fault forget-optimizer]
+    .venv-hooks/bin/python examples/torch_loop/train.py [--fault forget-optimizer|forget-zero-grad]
 
 --fault forget-optimizer (a bug to catch): the resume restores the model but not the optimizer,
 so AdamW's moments and step restart; the harness names exp_avg, exp_avg_sq and optimizer_step.
+
+--fault forget-zero-grad (a bug of the loop itself, in every phase): the loop never zeroes the
+gradients, so each backward adds onto every earlier step's. The uninterrupted run enters the step
+after the save with gradients a fresh process does not have; the harness names grad_buffers.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ def batches(data: TensorDataset, seed: int, position: Position):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fault", default="", choices=["", "forget-optimizer"])
+    parser.add_argument("--fault", default="", choices=["", "forget-optimizer", "forget-zero-grad"])
     fault = parser.parse_args().fault
 
     torch.use_deterministic_algorithms(True)
@@ -100,7 +104,8 @@ def main() -> None:
         inputs, labels = next(stream)
         lr = optimizer.param_groups[0]["lr"]  # the LR this step uses
         loss = nn.functional.cross_entropy(model(inputs), labels)
-        optimizer.zero_grad()
+        if fault != "forget-zero-grad":
+            optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         scheduler.step()

@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
-__all__ = ["ABSENT", "SEP", "digest_bytes", "digest_json", "hash_tensor", "tensor_digest",
+__all__ = ["ABSENT", "ZERO", "SEP", "digest_bytes", "digest_json", "hash_tensor", "tensor_digest",
            "named_tensors_digest", "json_default", "rng_digest_of_states", "replicated_rng_digest",
            "combine_rng_digests"]
 
@@ -29,6 +29,18 @@ class _Absent:
 
 #: The marker an absent tensor is hashed as.
 ABSENT = _Absent()
+
+
+class _Zero:
+    """A gradient buffer that holds nothing to accumulate onto: ``None`` or all zeros. The next
+    backward writes the same gradient into either, so both hash as this one marker."""
+
+    def __repr__(self) -> str:
+        return "ZERO"
+
+
+#: The marker an empty (``None`` or all-zero) gradient buffer is hashed as.
+ZERO = _Zero()
 
 
 def digest_bytes(chunks: Iterable[bytes]) -> str:
@@ -53,11 +65,12 @@ def digest_json(value: Any) -> str:
 
 
 def hash_tensor(h: "hashlib._Hash", name: str, tensor: Any) -> None:
-    """Feeds ``name``, the tensor's dtype, shape and contiguous CPU bytes into ``h`` (``ABSENT``: the
-    name and a marker). Bytes are taken as stored (bf16 as bf16), so a precision change shows."""
+    """Feeds ``name``, the tensor's dtype, shape and contiguous CPU bytes into ``h`` (``ABSENT``,
+    ``ZERO``: the name and a marker). Bytes are taken as stored (bf16 as bf16), so a precision
+    change shows."""
     h.update(name.encode())
-    if tensor is ABSENT:
-        h.update(b"<absent>")
+    if tensor is ABSENT or tensor is ZERO:
+        h.update(b"<absent>" if tensor is ABSENT else b"<zero>")
         return
     t = tensor.detach().cpu().contiguous()
     h.update(str(t.dtype).encode())

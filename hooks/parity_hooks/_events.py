@@ -1,4 +1,4 @@
-"""The metrics side of the contract: JSONL step records and ``saved``/``loaded``/``snapshot``
+"""The metrics side of the contract: JSONL step records and ``saved``/``loaded``/``snapshot``/``grads``
 events at full precision, the per-tensor sidecar, and the atomic completion marker.
 
 Standard library only: a trainer without torch can still write metrics. Only rank 0 (the ``RANK``
@@ -136,6 +136,13 @@ class Parity:
         """Whether ``step`` is this phase's last (``PARITY_STOP_AT``)."""
         return int(step) >= self.contract.stop_at
 
+    def should_digest_grads(self, step: int) -> bool:
+        """Whether to report the gradient buffers at the start of ``step`` (:meth:`grads`): the
+        baseline's step after ``PARITY_DIGEST_AT``, and a resume's first step (after :meth:`loaded`)."""
+        step = int(step)
+        digest_at, resumed = self.contract.digest_at, self._resumed_step
+        return (digest_at is not None and step == digest_at + 1) or (resumed is not None and step == resumed + 1)
+
     def first_step(self) -> int:
         """The first step this phase runs: 1, or one past the step :meth:`loaded` reported."""
         return 1 if self._resumed_step is None else self._resumed_step + 1
@@ -193,6 +200,16 @@ class Parity:
         on right after its save at ``step``, which must equal its ``snapshot`` just before (a save
         that draws from the RNG or moves the data cursor is reported as perturbing the run)."""
         self._event("after_save", step, digests, tensors, extra)
+
+    def grads(self, step: int, digests: Optional[Mapping[str, str]] = None,
+              tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
+        """The ``grads`` event: the ``grad_buffers`` digest of the gradient buffers as step ``step``
+        begins, what its first backward accumulates onto (after the framework's own zeroing for
+        that step, if it zeroes there). The baseline reports it for the step after
+        ``PARITY_DIGEST_AT``, a resume for its first step; the harness compares the two, so a run
+        that carries gradients from one step into the next, which a fresh process cannot have,
+        fails as ``grad_buffers``. A ``None`` and an all-zero buffer digest alike."""
+        self._event("grads", step, digests, tensors, extra)
 
     def _event(self, event: str, step: int, digests: Optional[Mapping[str, str]],
                tensors: Optional[Mapping[str, str]], extra: Mapping[str, Any]) -> None:

@@ -95,6 +95,19 @@ def _model_digests(trainer: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
                          scheduler=trainer.lr_scheduler, rng=False)
 
 
+def grad_digests(trainer: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """The ``grad_buffers`` digest of what the next backward accumulates onto: the DeepSpeed
+    engine's buffers under ``--deepspeed`` (a collective), else the model's ``.grad``."""
+    engine = _deepspeed_engine(trainer)
+    if engine is not None:
+        from .deepspeed import grad_buffer_digests as engine_grads
+
+        return engine_grads(engine)
+    from ._torch_state import grad_buffer_digests
+
+    return grad_buffer_digests(model=trainer.model, optimizer=trainer.optimizer)
+
+
 def _with_common(digests: Dict[str, str], rng: Mapping[str, Any],
                  data: Mapping[str, Any], state: Mapping[str, Any]) -> Dict[str, str]:
     from ._digest import combine_rng_digests, digest_json, replicated_rng_digest

@@ -15,11 +15,11 @@ import hashlib
 import json
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from ._digest import ABSENT, SEP, digest_json, hash_tensor, json_default, tensor_digest
+from ._digest import ABSENT, SEP, ZERO, digest_json, hash_tensor, json_default, tensor_digest
 from ._rng import rng_digest
 
-__all__ = ["state_digests", "optimizer_step_state", "param_groups_state", "named_optimizer_params",
-           "optimizer_state_keys"]
+__all__ = ["state_digests", "grad_buffer", "grad_buffer_digests", "optimizer_step_state", "param_groups_state",
+           "named_optimizer_params", "optimizer_state_keys"]
 
 Gather = Callable[[Any], List[Any]]
 
@@ -157,3 +157,26 @@ def state_digests(model: Any = None, optimizer: Any = None, scheduler: Any = Non
     for key, value in (extra or {}).items():
         digests[key] = digest_json(value)
     return digests, tensors
+
+
+def grad_buffer(tensor: Any) -> Any:
+    """What a gradient buffer holds for the next backward to accumulate onto: the tensor, or
+    :data:`ZERO` for ``None`` and an all-zero tensor (backward writes the same gradient into
+    either; ``zero_grad(set_to_none=False)`` and a fresh process then digest alike)."""
+    if tensor is None:
+        return ZERO
+    t = tensor.detach()
+    if t.is_sparse:
+        t = t.to_dense()
+    return ZERO if not bool(t.any()) else t
+
+
+def grad_buffer_digests(model: Any = None, optimizer: Any = None) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """``({"grad_buffers": digest}, tensors)`` of the ``.grad`` of every parameter the optimizer
+    updates (as :func:`named_optimizer_params` names them), each as :func:`grad_buffer` (``None``
+    and zeros alike), per tensor ``"<name> · grad"``. Taken as a step begins, before its first
+    backward, it says whether the step starts from gradients an earlier step left behind."""
+    tensors: Dict[str, str] = {}
+    named = named_optimizer_params(model, optimizer)
+    digest = _component(((n, grad_buffer(p.grad)) for n, p in named), "grad", tensors)
+    return {"grad_buffers": digest}, tensors

@@ -46,6 +46,9 @@ Digest components (each a 16-hex SHA-256 prefix; a failing state check names the
 ``rng``             python ``random``, numpy and torch CPU generator states (a rank's CUDA generator
                     is saved and restored, but not digested: it is per-device state)
 ``data``            the data sampler's state (position), when the script passes it
+``grad_buffers``    (its own ``grads`` event, at the start of the step after ``PARITY_DIGEST_AT`` and of a
+                    resume's first step) the gradient buffers the step accumulates onto
+                    (``grad_buffer_digests``)
 
 Tensors are hashed one logical parameter at a time (gathered, hashed, dropped), keyed by the
 parameter's name, dtype, shape and fp32 bytes, in name order. The same pass gives one digest per
@@ -69,14 +72,15 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _events, _torch_state
-from ._digest import ABSENT, SEP, digest_json, hash_tensor, named_tensors_digest, rng_digest_of_states, tensor_digest
+from ._digest import (ABSENT, SEP, ZERO, digest_json, hash_tensor, named_tensors_digest, rng_digest_of_states,
+                      tensor_digest)
 from ._digest import replicated_rng_digest as _replicated_rng
 from ._events import COMPLETE_MARKER, TENSORS_INLINE_MAX
 from ._rng import gather_objects, rank_and_world, rng_digest, rng_state, set_rng_state
 
 __all__ = ["Parity", "CLIENT_STATE_KEY", "COMPLETE_MARKER", "DIGEST_COMPONENTS", "TENSORS_INLINE_MAX", "SEP",
            "logical_state", "tensor_entries", "param_groups_state", "engine_counters", "loss_scaler_state",
-           "optimizer_step_state", "rng_state", "set_rng_state", "rng_digest", "ABSENT",
+           "optimizer_step_state", "rng_state", "set_rng_state", "rng_digest", "ABSENT", "grad_buffer_digests",
            # engine internals that the repository's own DeepSpeed tools (process_state.py) read too
            "base_optimizer", "expert_layout", "flat_states_by_storage", "fp16_optimizer_slices", "full_hp"]
 
@@ -125,6 +129,7 @@ class Parity(_events.Parity):
         step = int(engine.global_steps) if step is None else step
         digests, tensors = self.engine_state(engine, data=_data_state(data))
         self.loaded(step, digests, tensors, kind=self.resume_kind, engine_global_steps=int(engine.global_steps))
+        self.grads(step + 1, *grad_buffer_digests(engine))
         return step + 1
 
     def after_step(self, engine: Any, step: int, data: Any = None, **info: Any) -> Optional[str]:
@@ -135,6 +140,10 @@ class Parity(_events.Parity):
         digests of the state it continues with). Returns the tag folder when it saved. Call on every rank."""
         if self.should_snapshot(step):
             self.snapshot(step, *self.engine_state(engine, data=_data_state(data)))
+        if self.should_digest_grads(step + 1):
+            # DeepSpeed zeroes its gradient buffers inside engine.step(), at the end of the step:
+            # what they hold now is what step + 1's first backward accumulates onto.
+            self.grads(step + 1, *grad_buffer_digests(engine))
         if not self.should_save(step):
             return None
         tag_dir = self.contract.tag_dir(step)
@@ -246,6 +255,29 @@ class Parity(_events.Parity):
         running process), so a save that recorded them wrongly shows in the ``saved`` digests."""
         saved = client_state[CLIENT_STATE_KEY]
         return self.engine_state(engine, data=saved.get("data"), saved_rng=saved["rng"])
+
+
+def grad_buffer_digests(engine: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """``({"grad_buffers": digest}, tensors)`` of the gradient buffers a DeepSpeed engine
+    accumulates into across micro-steps: every module parameter's ``.grad`` (ZeRO-0/1, and ZeRO-2,
+    whose ``.grad`` is a view into its partition buffer) and the bf16 optimizer's fp32 gradient
+    accumulators (``fp32_groups_gradients_flat``, named only when not empty, so engines of any ZeRO
+    stage, precision or layout whose buffers are all empty digest alike). ``None`` and all-zero
+    digest alike (``_torch_state.grad_buffer``). Buffers DeepSpeed overwrites on a window's first micro-step
+    (ZeRO-3's ``grad_partitions_flat_buffer``, ZeRO-1's ``averaged_gradients``) carry nothing over
+    and are left out. Each rank hashes its own buffers; the digest is the common one when every
+    rank's agrees, else that of the per-rank list; ``tensors`` are this rank's. A collective:
+    call on every rank."""
+    named: List[Tuple[str, Any]] = [(n, _torch_state.grad_buffer(p.grad))
+                                    for n, p in engine.module.named_parameters() if p.requires_grad]
+    for i, flat in enumerate(getattr(engine.optimizer, "fp32_groups_gradients_flat", None) or []):
+        held = _torch_state.grad_buffer(flat)
+        if held is not ZERO:  # an empty accumulator is left out: stages and layouts then agree
+            named.append((f"fp32_groups_gradients_flat.{i}", held))
+    tensors = {f"{n}{SEP}grad": tensor_digest(t) for n, t in named}
+    mine = named_tensors_digest(named)
+    every = gather_objects(mine)
+    return {"grad_buffers": every[0] if len(set(every)) == 1 else digest_json(every)}, tensors
 
 
 def _data_state(data: Any) -> Optional[Dict[str, Any]]:

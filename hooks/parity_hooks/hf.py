@@ -11,7 +11,9 @@ what that save wrote (:mod:`parity_hooks._hf_state`) and the completion marker a
 save. A resumed process reports ``loaded`` digests right before its first step — after HF has
 restored the model, optimizer, scheduler, trainer state and RNG and fast-forwarded the data (at an
 epoch's start, the RNG as HF restored it, before the epoch's data iterator draws from it) — and
-the baseline a ``snapshot`` at ``PARITY_DIGEST_AT``. Under ``--deepspeed`` the state is the
+the baseline a ``snapshot`` at ``PARITY_DIGEST_AT``. Both report a ``grads`` event (the gradient
+buffers, ``grad_buffers``) at ``on_step_begin`` of the step after: HF zeroes after each optimizer
+step, so they are what that step accumulates onto. Under ``--deepspeed`` the state is the
 engine's, gathered (:mod:`parity_hooks.deepspeed`).
 
 The launcher observes, without changing them, four points of ``Trainer``'s loop that a callback
@@ -28,7 +30,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from ._events import Parity
-from ._hf_state import DataPosition, live_digests, saved_digests
+from ._hf_state import DataPosition, grad_digests, live_digests, saved_digests
 
 try:
     from transformers import TrainerCallback
@@ -132,14 +134,20 @@ class ParityCallback(TrainerCallback):  # type: ignore[misc,valid-type]
                   "schedule spans the full run", file=sys.stderr)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if not self._first:
-            return
+        first_resumed = self._first and bool(self.contract.resume_from)
         self._first = False
-        if self.contract.resume_from:
+        if first_resumed:
             # HF has restored everything and fetched (and, mid-epoch, skipped to) the first batch.
             digests, tensors = live_digests(self.trainer, self.position, self._restored_rng)
             if _rank() == 0:
                 self.parity.loaded(state.global_step, digests, tensors)
+        step = int(state.global_step) + 1
+        if first_resumed or self.parity.should_digest_grads(step):  # every rank: it may gather
+            # Before the window's first micro-batch: HF zeroes the gradients after each optimizer
+            # step (model.zero_grad()), so these are what this step's backward accumulates onto.
+            digests, tensors = grad_digests(self.trainer)
+            if _rank() == 0:
+                self.parity.grads(step, digests, tensors)
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         scale = self.contract.lr_scale

@@ -30,7 +30,10 @@ step is the whole window):
   dataloader's iterator draws its shuffle seed), and it reports the ``loaded`` digests at
   ``on_train_start``, once Lightning restored the optimizers (the ``rng`` digest is of the state
   it restored);
-- **snapshot**: the baseline's digests after ``PARITY_DIGEST_AT`` (hashing only).
+- **snapshot**: the baseline's digests after ``PARITY_DIGEST_AT`` (hashing only);
+- **grads**: the gradient buffers (``grad_buffers``) at ``on_before_backward`` of the step after
+  ``PARITY_DIGEST_AT`` (the baseline) and of a resume's first step: after Lightning's own
+  ``zero_grad`` for that step, before its first backward accumulates.
 
 Digests (``parity_hooks._torch_state``): ``params``, ``exp_avg``/``exp_avg_sq`` (or the optimizer's
 own state names), ``optimizer_step``, ``param_groups``, ``lr_scheduler``, ``rng``, ``trainer_state``
@@ -48,7 +51,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ._events import Parity
 from ._rng import rng_state, set_rng_state
-from ._torch_state import state_digests
+from ._torch_state import grad_buffer_digests, state_digests
 
 if "pytorch_lightning" in sys.modules and "lightning" not in sys.modules:
     import pytorch_lightning as pl  # the program uses the standalone package
@@ -81,6 +84,7 @@ class ParityCallback(pl.Callback):
         self._step_reported = 0
         self._saved_rng: Optional[Dict[str, Any]] = None
         self._rng_at_save: Optional[Dict[str, Any]] = None
+        self._grads_reported = 0
 
     # -- what the program passes to Lightning -----------------------------------------------------
 
@@ -151,6 +155,16 @@ class ParityCallback(pl.Callback):
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
         if not self._losses:  # the first micro-batch of an optimizer step: the LR it will use
             self._lr = float(trainer.optimizers[0].param_groups[0]["lr"]) if trainer.optimizers else None
+
+    def on_before_backward(self, trainer: Any, pl_module: Any, loss: Any) -> None:
+        # Lightning zeroes the gradients between training_step and backward (on the first
+        # micro-batch of an accumulation window only): here the buffers are what this backward
+        # accumulates onto. The step about to run is global_step + 1.
+        step = int(trainer.global_step) + 1
+        if step != self._grads_reported and self.parity.should_digest_grads(step):
+            self._grads_reported = step
+            optimizer = trainer.optimizers[0] if trainer.optimizers else None
+            self.parity.grads(step, *grad_buffer_digests(pl_module, optimizer))
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs

@@ -33,10 +33,14 @@ Components: ``params`` (the parameters the optimizer updates, as stored), each p
 optimizer state under its own name (``exp_avg``, ``exp_avg_sq`` for Adam/AdamW, ``momentum_buffer``
 for SGD, ...), ``optimizer_step``, ``param_groups``, ``lr_scheduler``, ``rng`` (python, numpy, torch
 CPU, CUDA when initialised), ``data`` (what ``data.state_dict()`` returns) and one per key of
-``extra``; per tensor ``"<param name> · exp_avg"``. ``saved(step, rng=state)`` hashes the RNG state
-the checkpoint holds rather than the running one (they differ when the save itself draws, a
-save-side bug the harness then blames on the save). The digests are this process's: in a
-data-parallel loop call them on rank 0 (only rank 0 writes anyway).
+``extra``; per tensor ``"<param name> · exp_avg"``. ``grad_buffers`` (the ``grads`` event) digests
+the parameters' ``.grad`` as the step after ``snapshot`` (the baseline) or ``loaded`` (a resume)
+begins: the hook arranges it itself, at that step's first backward, before autograd accumulates
+(so after the loop's ``zero_grad``, wherever it sits in the step); ``None`` and zeros alike.
+``saved(step, rng=state)`` hashes the RNG state the checkpoint holds rather than the running one
+(they differ when the save itself draws, a save-side bug the harness then blames on the save).
+The digests are this process's: in a data-parallel loop call them on rank 0 (only rank 0 writes
+anyway).
 
 Accelerate: pass what the loop steps (``accelerator.prepare`` returns wrappers whose ``state`` and
 ``param_groups`` are the optimizer's), and save and load through ``accelerator.save_state`` /
@@ -45,12 +49,12 @@ Accelerate: pass what the loop steps (``accelerator.prepare`` returns wrappers w
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ._contract import Contract
 from ._events import Parity
 from ._rng import rng_state, set_rng_state
-from ._torch_state import state_digests
+from ._torch_state import grad_buffer_digests, named_optimizer_params, state_digests
 
 __all__ = ["TorchParity", "from_env", "rng_state", "set_rng_state", "state_digests"]
 
@@ -78,6 +82,7 @@ class TorchParity(Parity):
         self.scheduler: Any = scheduler
         self.data: Any = data
         self.extra: Optional[Mapping[str, Any]] = extra
+        self._grad_hooks: List[Any] = []
 
     _TRACKED = ("model", "optimizer", "scheduler", "data", "extra")
 
@@ -126,6 +131,7 @@ class TorchParity(Parity):
         if digests is None:
             digests, tensors = self.state()
         super().loaded(step, digests, tensors, **extra)
+        self._grads_at_first_backward(int(step) + 1)
 
     def snapshot(self, step: int, digests: Optional[Mapping[str, str]] = None,
                  tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
@@ -134,6 +140,48 @@ class TorchParity(Parity):
         if digests is None:
             digests, tensors = self.state()
         super().snapshot(step, digests, tensors, **extra)
+        if self.should_digest_grads(int(step) + 1):
+            self._grads_at_first_backward(int(step) + 1)
+
+    def grads(self, step: int, digests: Optional[Mapping[str, str]] = None,
+              tensors: Optional[Mapping[str, str]] = None, **extra: Any) -> None:
+        """The ``grads`` event; without ``digests``, the ``grad_buffers`` digest of the tracked
+        parameters' ``.grad`` now. :meth:`loaded` and :meth:`snapshot` arrange it themselves (see
+        :meth:`_grads_at_first_backward`); call it only for a loop without autograd."""
+        if digests is None:
+            digests, tensors = grad_buffer_digests(self.model, self.optimizer)
+        super().grads(step, digests, tensors, **extra)
+
+    def step(self, step: int, loss: Any, **metrics: Any) -> None:
+        """The step record (:meth:`parity_hooks.Parity.step`); also drops the gradient hooks of a
+        step whose ``grads`` event is written."""
+        super().step(step, loss, **metrics)
+        self._remove_grad_hooks()
+
+    def _grads_at_first_backward(self, step: int) -> None:
+        """Reports the ``grads`` event of ``step`` at its first backward, from a hook on every
+        tracked parameter: autograd runs a leaf's hooks before it accumulates into ``.grad``, so
+        the first hook to run sees every buffer as the step found it, after whatever zeroing the
+        loop does (``zero_grad`` before the forward or between forward and backward), before any
+        accumulation. A loop that forgets ``zero_grad`` shows the previous step's gradients."""
+        self._remove_grad_hooks()
+        if self.model is None and self.optimizer is None:
+            return
+        params = [p for _, p in named_optimizer_params(self.model, self.optimizer) if p.requires_grad]
+        done: List[bool] = []
+
+        def first(grad: Any) -> None:
+            if not done:
+                done.append(True)
+                self.grads(step)  # hooks are removed after the step (not while autograd runs them)
+            return None
+
+        self._grad_hooks = [p.register_hook(first) for p in params]
+
+    def _remove_grad_hooks(self) -> None:
+        for handle in self._grad_hooks:
+            handle.remove()
+        self._grad_hooks = []
 
 
 def from_env(model: Any = None, optimizer: Any = None, scheduler: Any = None, data: Any = None,

@@ -101,6 +101,11 @@ def test_resume_and_after_step_are_the_whole_contract(tmp_path):
     assert {"params", "exp_avg", "exp_avg_sq", "optimizer_step", "lr_scheduler", "param_groups", "engine_counters",
             "rng", "data"} == set(saved["digests"])
     assert (saved["micro_step"], saved["grad_accum"]) == (3, 1)
+    # engine.step() zeroed the buffers at step 3's boundary, as a fresh engine's are.
+    (base_grads,) = [r for r in base if r.get("event") == "grads"]
+    (resume_grads,) = [r for r in resume if r.get("event") == "grads"]
+    assert base_grads["step"] == resume_grads["step"] == 4
+    assert base_grads["digests"] == resume_grads["digests"] and base_grads["framework"] == "deepspeed"
     losses = lambda rs: [(r["step"], r["loss"], r["lr"]) for r in rs if "loss" in r]  # noqa: E731
     assert losses(base) == losses(split) + losses(resume)
 

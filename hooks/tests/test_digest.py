@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from parity_hooks._digest import (ABSENT, digest_bytes, digest_json, named_tensors_digest,
+from parity_hooks._digest import (ABSENT, ZERO, digest_bytes, digest_json, named_tensors_digest,
                                   rng_digest_of_states, tensor_digest)
 from parity_hooks._rng import rng_digest, rng_state, set_rng_state
 
@@ -39,6 +39,11 @@ def test_bfloat16_is_hashed_by_its_own_bytes():
 
 def test_absent_is_not_zeros():
     assert tensor_digest(ABSENT) != tensor_digest(torch.zeros(3))
+
+
+def test_zero_is_a_marker_of_its_own():
+    zero = tensor_digest(ZERO)
+    assert zero != tensor_digest(ABSENT) and zero != tensor_digest(torch.zeros(3))
 
 
 def test_named_digests_do_not_depend_on_order():

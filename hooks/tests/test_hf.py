@@ -70,6 +70,9 @@ def test_a_native_resume_continues_bit_for_bit_and_a_lost_rng_is_named(tmp_path)
 
     resume = _phase(tmp, "resume", 6, resume=tag)
     assert _event(resume, "loaded")["digests"] == saved
+    # At on_step_begin of step 4: HF zeroed the gradients after step 3's optimizer step.
+    assert _event(resume, "grads")["step"] == _event(baseline, "grads")["step"] == 4
+    assert _event(resume, "grads")["digests"] == _event(baseline, "grads")["digests"]
     losses = {r["step"]: r["loss"] for r in baseline if "event" not in r}
     assert {r["step"]: r["loss"] for r in resume if "event" not in r} == {
         s: losses[s] for s in (4, 5, 6)}

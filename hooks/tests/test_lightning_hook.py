@@ -77,6 +77,10 @@ def test_split_and_resume_are_the_uninterrupted_run(tmp_path):
     assert {"params", "exp_avg", "exp_avg_sq", "optimizer_step", "param_groups", "lr_scheduler", "rng",
             "trainer_state"} == set(saved["digests"])
     assert loaded["step"] == 3 and "net.0.weight · exp_avg" in loaded["tensors"]
+    # At on_before_backward of step 4, after Lightning's zero_grad: nothing carried over.
+    (base_grads,), (resume_grads,) = events(base, "grads"), events(resume, "grads")
+    assert base_grads["step"] == resume_grads["step"] == 4 and events(split, "grads") == []
+    assert base_grads["digests"] == resume_grads["digests"] and "net.0.weight · grad" in base_grads["tensors"]
     assert not os.path.exists(os.path.join(os.getcwd(), "lightning_logs")), "nothing written outside the run"
 
 

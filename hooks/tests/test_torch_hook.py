@@ -27,8 +27,9 @@ class Position:
         self.i = s["i"]
 
 
-def run(e, forget_optimizer=False):
-    """A dropout MLP with AdamW and a step LR schedule, the loop of the hook's docstring."""
+def run(e, forget_optimizer=False, zero="none"):
+    """A dropout MLP with AdamW and a step LR schedule, the loop of the hook's docstring. ``zero``:
+    how the loop zeroes (``none``: set_to_none, ``zeros``: set_to_none=False, ``forget``: never)."""
     random.seed(3)
     numpy.random.seed(3)
     torch.manual_seed(3)
@@ -51,7 +52,8 @@ def run(e, forget_optimizer=False):
         pos.i += 1
         loss = model(x).pow(2).mean()
         lr = opt.param_groups[0]["lr"]
-        opt.zero_grad()
+        if zero != "forget":
+            opt.zero_grad(set_to_none=zero == "none")
         loss.backward()
         opt.step()
         sched.step()
@@ -138,3 +140,56 @@ def test_a_save_that_draws_from_the_running_rng_shows_in_after_save(tmp_path):
     split = str(tmp_path / "split.jsonl")
     from_env(env=env(split, PARITY_SAVE_AT="1", PARITY_CHECKPOINT_DIR="/ck")).saved(1)
     assert [r["event"] for r in read_jsonl(split)] == ["saved"]
+
+
+def _grads(path):
+    return [r for r in read_jsonl(path) if r.get("event") == "grads"]
+
+
+def _split_and_resume(d, zero):
+    run(env(f"{d}/base.jsonl", PARITY_DIGEST_AT="3"), zero=zero)
+    run(env(f"{d}/split.jsonl", PARITY_STOP_AT="3", PARITY_SAVE_AT="3", PARITY_CHECKPOINT_DIR=f"{d}/ck"), zero=zero)
+    run(env(f"{d}/resume.jsonl", PARITY_RESUME_FROM=f"{d}/ck/global_step3"), zero=zero)
+    (base,) = _grads(f"{d}/base.jsonl")
+    (resume,) = _grads(f"{d}/resume.jsonl")
+    assert _grads(f"{d}/split.jsonl") == []  # the split reports no step after its save
+    assert base["step"] == resume["step"] == 4
+    return base, resume
+
+
+def test_the_gradient_buffers_at_the_first_resumed_step_equal_the_baselines_when_the_loop_zeroes(tmp_path):
+    for zero in ("none", "zeros"):  # set_to_none or zeros: a fresh process's None digests alike
+        base, resume = _split_and_resume(str(tmp_path / zero), zero)
+        assert base["digests"] == resume["digests"] and list(base["digests"]) == ["grad_buffers"]
+        assert "0.weight · grad" in base["tensors"]
+
+
+def test_a_loop_that_forgets_zero_grad_carries_gradients_a_fresh_process_has_not(tmp_path):
+    base, resume = _split_and_resume(str(tmp_path), "forget")
+    assert base["digests"]["grad_buffers"] != resume["digests"]["grad_buffers"]
+    differ = sorted(k for k in base["tensors"] if base["tensors"][k] != resume["tensors"][k])
+    assert differ == ["0.bias · grad", "0.weight · grad", "2.bias · grad", "2.weight · grad"]
+
+
+def test_the_grads_event_is_taken_before_the_first_backward_accumulates(tmp_path):
+    """Taken at the first backward, after a zero_grad between forward and backward: a buffer
+    filled before the step's zero_grad does not show, one left by the previous step does."""
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    hook = from_env(model=model, optimizer=opt, env=env(str(tmp_path / "m.jsonl"), PARITY_DIGEST_AT="1"))
+    model(torch.ones(1, 3)).sum().backward()
+    hook.snapshot(1)  # arms the grads event of step 2
+    loss = model(torch.ones(1, 3)).sum()
+    opt.zero_grad()
+    loss.backward()
+    loss = model(torch.ones(1, 3)).sum()
+    loss.backward()  # a second micro-batch: the event is written once
+    hook.step(2, loss)
+    (event,) = _grads(str(tmp_path / "m.jsonl"))
+    clean = from_env(model=torch.nn.Linear(3, 1), env=env(str(tmp_path / "n.jsonl")))
+    clean.grads(2)
+    assert event["step"] == 2 and event["digests"] != {}
+    assert [w for w in model.weight.grad.flatten().tolist()] == [2.0, 2.0, 2.0]
+    (fresh,) = _grads(str(tmp_path / "n.jsonl"))
+    assert fresh["digests"] == event["digests"]  # both empty: zero_grad ran before the backward
+    assert hook._grad_hooks == []  # removed after the step

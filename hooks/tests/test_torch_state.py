@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from parity_hooks._digest import SEP
-from parity_hooks._torch_state import state_digests
+from parity_hooks._torch_state import grad_buffer_digests, state_digests
 
 
 def trained(steps=2, optimizer="adamw"):
@@ -90,3 +90,17 @@ def test_rng_is_the_running_state_or_a_saved_one():
     torch.rand(1)
     assert state_digests(rng=True)[0]["rng"] != now["rng"]
     assert "rng" not in state_digests(rng=False)[0]
+
+
+def test_grad_buffers_digest_none_and_zeros_alike_and_anything_else_by_its_bytes():
+    model, opt, _ = trained()
+    filled, tensors = grad_buffer_digests(model, opt)  # the last step's gradients are still there
+    assert list(filled) == ["grad_buffers"] and f"0.weight{SEP}grad" in tensors
+    opt.zero_grad(set_to_none=False)
+    zeros, _ = grad_buffer_digests(model, opt)
+    opt.zero_grad(set_to_none=True)
+    none, _ = grad_buffer_digests(model, opt)
+    assert zeros == none != filled
+    model[0].bias.grad = torch.zeros(4)
+    model[0].bias.grad[1] = -1e-30  # one nonzero element is a gradient to carry
+    assert grad_buffer_digests(model, opt)[0] != none

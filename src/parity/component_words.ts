@@ -2,7 +2,8 @@
  * State components in the framework's own words. A trainer's events may say which framework wrote
  * them (`framework: "deepspeed"`, as `parity_hooks.deepspeed` does); cards, reports and JUnit then
  * name a component as that framework's users know it: DeepSpeed's `params` digest hashes the fp32
- * master, `module_weights` the bf16/fp16 weights the module trains with.
+ * master, `module_weights` the bf16/fp16 weights the module trains with. A few components mean
+ * the same in every framework and are always said in words (`grad_buffers`).
  *
  * @module
  */
@@ -17,12 +18,21 @@ const COMPONENT_WORDS: Readonly<Record<string, Readonly<Record<string, string>>>
   },
 };
 
+/** Components said in the same words whatever the framework. */
+export const COMMON_WORDS: Readonly<Record<string, string>> = {
+  grad_buffers: "the gradients carried into the first resumed step",
+};
+
 /** The optimizer-held components (what "optimizer state" covers in a sentence). */
 const OPTIMIZER_STATE = new Set(["exp_avg", "exp_avg_sq", "optimizer_step"]);
 
-/** `params (the fp32 master)` under DeepSpeed; the bare name elsewhere. */
+/**
+ * `params (the fp32 master)` under DeepSpeed, `grad_buffers (the gradients carried into the first
+ * resumed step)` everywhere; the bare name elsewhere.
+ */
 export function componentLabel(name: string, framework: string | undefined): string {
-  const words = framework === undefined ? undefined : COMPONENT_WORDS[framework]?.[name];
+  const words = (framework === undefined ? undefined : COMPONENT_WORDS[framework]?.[name]) ??
+    COMMON_WORDS[name];
   return words === undefined ? name : `${name} (${words})`;
 }
 

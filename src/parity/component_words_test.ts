@@ -29,6 +29,12 @@ Deno.test("componentLabel() names DeepSpeed's components in its words, others as
   );
 });
 
+Deno.test("componentLabel() says grad_buffers in words under every framework", () => {
+  const words = "grad_buffers (the gradients carried into the first resumed step)";
+  assert.equal(componentLabel("grad_buffers", undefined), words);
+  assert.equal(componentLabel("grad_buffers", "deepspeed"), words);
+});
+
 Deno.test("frameworkOf() takes the first check that names a framework", () => {
   assert.equal(frameworkOf([check({}), check({ framework: "deepspeed" })]), "deepspeed");
   assert.equal(frameworkOf([check({})]), undefined);

@@ -39,6 +39,7 @@ import type {
   PhaseEvidence,
   PlannedComparison,
 } from "./types.ts";
+import { withGradBuffers } from "./grad_carryover.ts";
 import { firstAtLeast } from "./_sorted.ts";
 
 /** Roles whose phases train and therefore log metrics. */
@@ -238,9 +239,14 @@ function stateChecks(
     .map((p) => {
       const fromStep = p.fromStep ?? input.saveAt;
       const check = p.status === "ok"
-        ? checkRestoredState(
-          p.name,
-          split ? judged(split.name) : undefined,
+        ? withGradBuffers(
+          checkRestoredState(
+            p.name,
+            split ? judged(split.name) : undefined,
+            judged(p.name),
+            fromStep,
+          ),
+          baseline?.status === "ok" ? judged(baseline.name) : undefined,
           judged(p.name),
           fromStep,
         )

@@ -23,6 +23,7 @@ import { driftFailureText } from "./drift.ts";
 import { causeLines } from "./_child_tail.ts";
 import { loadedSaveText, tensorList } from "./state_checks.ts";
 import { componentList, frameworkOf, masterNotRestored } from "./component_words.ts";
+import { GRAD_BUFFERS } from "./grad_carryover.ts";
 import { stat } from "../format/numbers.ts";
 
 /** The stable codes of {@link Finding}s. */
@@ -31,6 +32,7 @@ export const CAUSE_CODES = {
   midAccumulation: "cause-save-mid-accumulation",
   lrSchedule: "cause-lr-schedule",
   stateNotRestored: "cause-state-not-restored",
+  gradCarryover: "cause-grad-carryover",
   stateOnly: "cause-state-only",
   saveDiffers: "cause-save-differs",
   savePerturbs: "cause-save-perturbs",
@@ -151,6 +153,15 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
     }),
   },
   {
+    code: CAUSE_CODES.gradCarryover,
+    applies: (f) => f.differing.includes(GRAD_BUFFERS),
+    card: (f) => ({
+      title: `${f.every} diverges: ${f.first.headline}${f.first.more}${f.stateNote}. ` +
+        `The ${gradCarryoverSentence(f.n1)}`,
+      next: GRAD_CARRYOVER_NEXT,
+    }),
+  },
+  {
     code: CAUSE_CODES.converter,
     applies: (f) =>
       f.failed.length > 0 && f.failed.every((p) => f.kindOf(p) !== "native") &&
@@ -240,7 +251,11 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
         "while every restored-state digest equals the saved one: the first update after the " +
         "resume differs, not the state.",
       next: "Compare the optimizer settings the resumed process applies with the saving run's: " +
-        "LR (scale, param-group lr), weight decay, betas/eps, gradient clipping, loss scaling.",
+        "LR (scale, param-group lr), weight decay, betas/eps, gradient clipping, loss scaling. " +
+        "Then gradient carry-over: gradients the uninterrupted run left in its buffers at step " +
+        `${f.n1} (a missing zero_grad, an accumulation window crossing the save) enter its ` +
+        "update and a fresh process has none; emit `grads` events (parity_hooks does) so the " +
+        "state check compares grad_buffers.",
     }),
   },
   {
@@ -267,6 +282,21 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
     }),
   },
 ];
+
+/** The card's sentence, after its "The", for gradients carried into the first resumed step `n1`. */
+function gradCarryoverSentence(n1: number): string {
+  return "uninterrupted run carried gradients into the next step that a fresh process does " +
+    `not have: its gradient buffers were not empty as step ${n1} began.`;
+}
+
+/** What to check when the gradient buffers differ at the first resumed step. */
+const GRAD_CARRYOVER_NEXT = "Zero the gradients once per optimizer step where the framework " +
+  "expects it (a missing or misplaced zero_grad / model.zero_grad(), or one that runs only every " +
+  "k steps); keep gradient-accumulation windows from crossing the save (save after the optimizer " +
+  "step, micro_step % grad_accum == 0); look for anything that accumulates into .grad between " +
+  "the optimizer step and the next step's backward (an extra backward for a metric, a hook). If " +
+  "carrying gradients over is intended, the checkpoint must save the buffers and the resume " +
+  "restore them.";
 
 /** A rule over the whole judgement that adds findings of its own. */
 export interface RootCauseRule {
@@ -594,21 +624,31 @@ function stateOnlyFindings(run: RootCauseInput): Finding[] {
     const who = phases.length === 1 ? phases[0] : `${phases.length} resumes (${phases.join(", ")})`;
     const passing = run.comparisons.filter((c) => phases.includes(c.b) && c.verdict === "PASS");
     const lanes = [...new Set(passing.map((c) => c.lane))].join(", ") || "no";
+    const carried = names.split(", ").includes(GRAD_BUFFERS);
+    // The resume's first step: one after the save it loaded (`from_step` with several saves).
+    const loadedFrom = run.state_checks.find((s) => s.phase === phases[0] && s.check === undefined);
+    const firstResumedStep = (loadedFrom?.from_step ?? run.save_at) + 1;
     return {
-      code: CAUSE_CODES.stateOnly,
+      code: carried ? CAUSE_CODES.gradCarryover : CAUSE_CODES.stateOnly,
       verdict: "FAIL",
       phases,
       state: names.split(", "),
       headline: `state check of ${phases[0]} names ${names}; its losses pass`,
-      title:
-        `${who}: the restored state differs from the saved one (${names}${
-          tensorSuffix(run.state_checks.filter((s) =>
-            phases.includes(s.phase) && s.check === undefined
-          ))
-        })${loadedSaveNote(run.state_checks.filter((s) => phases.includes(s.phase)))} while the ` +
+      title: `${who}: ${
+        carried
+          ? `the ${gradCarryoverSentence(firstResumedStep)} The state check names`
+          : "the restored state differs from the saved one"
+      } (${names}${
+        tensorSuffix(
+          run.state_checks.filter((s) => phases.includes(s.phase) && s.check === undefined),
+        )
+      })${
+        loadedSaveNote(run.state_checks.filter((s) => phases.includes(s.phase)))
+      } while the ` +
         `losses pass (${lanes} lane): a difference the loss does not show within the window.`,
-      next: `Restore ${names} on load as saved; the loss would show it later, or never on ` +
-        "this window (one parameter, a component only a later step reads).",
+      next: carried ? GRAD_CARRYOVER_NEXT : `Restore ${names} on load as saved; the loss would ` +
+        "show it later, or never on this window (one parameter, a component only a later step " +
+        "reads).",
       evidence: phases.map((p) => {
         const check = run.state_checks.find((s) => s.phase === p)!;
         return `${p}: ${check.reason ?? `differs: ${check.differing.join(", ")}`}`;

@@ -221,6 +221,40 @@ Deno.test("findRootCauses() cause-update-differs: all match at N+1, fail at N+2,
   const f = findRootCauses(input(c), KINDS);
   assert.equal(f[0].code, "cause-update-differs");
   assert.match(f[0].next, /weight decay/);
+  assert.match(
+    f[0].next,
+    /gradient carry-over: .*a missing zero_grad, an accumulation window crossing the save/,
+  );
+});
+
+Deno.test("findRootCauses() cause-grad-carryover: the buffers at N+1 differ, the loss at N+2", () => {
+  const states = RESUMES.map((p) => ({
+    phase: p,
+    verdict: "FAIL" as const,
+    available: true,
+    differing: ["grad_buffers"],
+    differing_tensors: ["head.weight · grad"],
+  }));
+  const c = RESUMES.map((p) => vs(p, { step: 22, a: 1, b: 1.0001 }));
+  const f = findRootCauses(input(c, { states }), KINDS);
+  assert.deepEqual(f.map((x) => x.code), ["cause-grad-carryover"]);
+  assert.deepEqual(f[0].state, ["grad_buffers"]);
+  assert.equal(f[0].step, 22);
+  assert.match(
+    f[0].title,
+    /state check names grad_buffers \(the gradients carried into the first resumed step\) — head\.weight · grad/,
+  );
+  assert.match(
+    f[0].title,
+    /The uninterrupted run carried gradients into the next step that a fresh process does not have: its gradient buffers were not empty as step 21 began/,
+  );
+  assert.match(f[0].next, /zero_grad/);
+  assert.match(f[0].next, /accumulation windows from crossing the save/);
+  // The losses pass within the window: the state check alone fails, on the same card.
+  const quiet = findRootCauses(input(RESUMES.map((p) => vs(p)), { states }), KINDS);
+  assert.deepEqual(quiet.map((x) => x.code), ["cause-grad-carryover"]);
+  assert.match(quiet[0].title, /the uninterrupted run carried gradients .* step 21 began/);
+  assert.match(quiet[0].next, /zero_grad/);
 });
 
 Deno.test("findRootCauses() cause-plan-bytes: plans that differ from the reshard the same way share a card", () => {

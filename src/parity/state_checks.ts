@@ -14,7 +14,7 @@ import type { LoadedSave, StateCheckSummary } from "../types/summary.ts";
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
 export function findDigestEvent(
   series: MetricSeries | undefined,
-  name: "saved" | "loaded" | "snapshot" | "files" | "after_save",
+  name: "saved" | "loaded" | "snapshot" | "files" | "after_save" | "grads",
   step?: number,
 ): EventRecord | undefined {
   if (series === undefined) return undefined;

@@ -30,6 +30,7 @@ const REFERENCE_FAULTS = [
   "save-perturbs-rng",
   "cursor-saved-early",
   "param-group-lost",
+  "carry-grads",
   "lr-scaled-on-resume",
   "weight-decay-dropped",
   "expert-moments-wrong-rank",

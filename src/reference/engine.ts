@@ -12,6 +12,7 @@ import { HYPER, type Hyper, type ParamGroup } from "./config.ts";
 import { type Dataset, Sampler } from "./data.ts";
 import type { Layout } from "./layout.ts";
 import { type ComputeWeights, gradOf, type Grads, Kernel, PARAM, zeroGrads } from "./model.ts";
+import { Hasher64 } from "./hash.ts";
 import { adamwUpdate, schedulerStep } from "./optimizer.ts";
 import { refreshModule, type TrainState } from "./state.ts";
 
@@ -42,6 +43,11 @@ export interface UpdateTweak {
   lrCalibration?: number;
   /** Apply no weight decay, whatever the groups say. */
   noWeightDecay?: boolean;
+  /**
+   * Leave the gradient buffers as they are after an update (`carry-grads`, a training-loop bug
+   * every process has): each step adds onto what the earlier ones left.
+   */
+  keepGrads?: boolean;
 }
 
 /** Drives micro-batches and optimizer steps over a {@link TrainState}. */
@@ -127,6 +133,31 @@ export class Engine {
     this.pending += 1;
   }
 
+  /**
+   * The `grad_buffers` digest of what the next micro-batch accumulates onto: per parameter, the
+   * rank-order sum of every rank's buffer, an all-zero one hashed as a marker (so a fresh engine
+   * on any topology digests alike), and one `<param> · grad` entry each.
+   */
+  gradBuffers(): { digests: Record<string, string>; tensors: Record<string, string> } {
+    const all = new Hasher64();
+    const tensors: Record<string, string> = {};
+    for (const spec of this.#layout.specs) {
+      const sum = new Float32Array(gradOf(this.#grads[0], spec.name));
+      for (let r = 1; r < this.#grads.length; r++) {
+        const add = gradOf(this.#grads[r], spec.name);
+        for (let i = 0; i < sum.length; i++) sum[i] += add[i];
+      }
+      const zero = sum.every((x) => x === 0);
+      for (const h of [all, new Hasher64()]) {
+        h.updateString(spec.name);
+        if (zero) h.updateString("<zero>");
+        else h.updateArray(sum);
+        if (h !== all) tensors[`${spec.name} · grad`] = h.digest();
+      }
+    }
+    return { digests: { grad_buffers: all.digest() }, tensors };
+  }
+
   /** The AdamW settings of a param group, as this process applies them. */
   #hyperOf(group: ParamGroup): Hyper {
     return {
@@ -186,7 +217,9 @@ export class Engine {
       refreshModule(this.#layout, ps);
     }
     this.#weights = this.#computeWeights();
-    for (const g of this.#grads) for (const spec of specs) gradOf(g, spec.name).fill(0);
+    if (!this.#tweak.keepGrads) {
+      for (const g of this.#grads) for (const spec of specs) gradOf(g, spec.name).fill(0);
+    }
     this.#loss.fill(0);
     this.pending = 0;
     state.common.globalStep += 1;

@@ -1,12 +1,13 @@
 /**
- * The injectable resume bugs. Every fault acts only when the process saves, converts or loads,
- * so the same `--fault` can be passed to every process of a run and the baseline stays clean.
+ * The injectable resume bugs. Every fault but one acts only when the process saves, converts or
+ * loads, so the same `--fault` can be passed to every process of a run and the baseline stays
+ * clean; `carry-grads` (site `step`) is a bug of the training loop itself, in every process.
  *
  * @module
  */
 
 /** Where a fault acts. */
-export type FaultSite = "load" | "save" | "convert";
+export type FaultSite = "load" | "save" | "convert" | "step";
 
 /** One fault: its name, where it acts and what it breaks. */
 export interface FaultInfo {
@@ -39,6 +40,11 @@ export const FAULTS: readonly FaultInfo[] = Object.freeze([
     name: "param-group-lost",
     site: "load",
     breaks: "the expert param group is rebuilt with default weight decay 0 on load",
+  },
+  {
+    name: "carry-grads",
+    site: "step",
+    breaks: "the step never zeroes its gradient buffers: each step adds onto the earlier ones",
   },
   // Subtle faults: small enough that a reshard's reduction-order drift could hide them.
   { name: "lr-scaled-on-resume", site: "load", breaks: "resumed updates use LR x 1.001" },

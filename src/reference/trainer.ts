@@ -66,6 +66,7 @@ function applyLoadFault(
  * digest matches and only the loss can tell.
  */
 function updateTweak(fault: string | null): UpdateTweak {
+  if (fault === "carry-grads") return { keepGrads: true };
   if (fault === "lr-scaled-on-resume") return { lrScale: 1.001 };
   if (fault === "weight-decay-dropped") return { noWeightDecay: true };
   return {};
@@ -129,12 +130,17 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
   }
   // The data follow the saving run's seed (the sampler's), whatever --seed a resume passes.
   const data = makeDataset(state.common.sampler.seed, MODEL);
-  // Resumed processes only: the baseline and the split stay clean whatever the fault.
+  // Resumed processes only: the baseline and the split stay clean whatever the fault, except a
+  // training-loop bug (carry-grads) that every process has.
   const engine = new Engine(
     state,
     data,
     opts.gradAccum,
-    loaded ? { ...updateTweak(opts.fault), lrCalibration: opts.lrScaleOnResume } : {},
+    loaded
+      ? { ...updateTweak(opts.fault), lrCalibration: opts.lrScaleOnResume }
+      : opts.fault === "carry-grads"
+      ? updateTweak(opts.fault)
+      : {},
   );
   const t = opts.topology;
   const sink: MetricsSink = openMetrics(opts.metricsFile, io.out);
@@ -170,6 +176,11 @@ export async function runTrain(opts: TrainOptions, io: TrainIo): Promise<void> {
       });
     }
     for (let k = start + 1; k <= opts.stopAt; k++) {
+      // What step k's first micro-batch accumulates onto, where the harness compares it: the
+      // baseline's step after the save point and a resume's first step.
+      if (opts.digestAt.includes(k - 1) || (loaded && k === start + 1)) {
+        sink.write({ event: "grads", step: k, ...engine.gradBuffers() });
+      }
       while (engine.pending < opts.gradAccum) engine.runMicro();
       const rec = engine.finishStep();
       sink.write({ ...rec });

@@ -116,6 +116,39 @@ Deno.test("train: --digest-at reports the saved state without perturbing the run
     Object.keys(wrong).filter((k) => wrong[k] !== snapshot.digests![k]),
     ["rng"],
   );
+  // The gradient buffers as step N+1 begins: empty, as a resumed process's are.
+  const grads = observed.events.get("grads")!;
+  assert.equal(grads.step, N + 1);
+  const resumed = await train(["--resume-from", tag, "--resume-kind", "native"]);
+  assert.equal(resumed.events.get("grads")!.step, N + 1);
+  assert.deepEqual(resumed.events.get("grads")!.digests, grads.digests);
+});
+
+Deno.test("train: fault carry-grads is in every process; only the gradient buffers at N+1 tell", async () => {
+  const withFault = ["--fault", "carry-grads"];
+  const base = await train([...withFault, "--digest-at", String(N)]);
+  // Step 1 starts from empty buffers; step 2's update adds step 1's gradient, so the loss at 3.
+  assert.equal(firstDiff(baseline, base), 3, "the loop bug is the uninterrupted run's too");
+  const dir = join(root, "fault-carry-grads");
+  const s = await train([
+    ...withFault,
+    "--stop-at",
+    String(N),
+    "--save-at",
+    String(N),
+    "--checkpoint-dir",
+    dir,
+  ]);
+  assert.deepEqual(s.events.get("saved")!.digests, base.events.get("snapshot")!.digests);
+  const nat = await train([...withFault, "--resume-from", join(dir, `global_step${N}`)]);
+  assert.equal(firstDiff(base, nat), N + 2, "the first resumed update lacks the carried gradients");
+  assert.deepEqual(
+    digestDiff(s.events.get("saved")!.digests!, nat.events.get("loaded")!.digests!),
+    [],
+  );
+  const [want, got] = [base, nat].map((m) => m.events.get("grads")!);
+  assert.deepEqual([want.step, got.step], [N + 1, N + 1]);
+  assert.deepEqual(digestDiff(want.digests!, got.digests!), ["grad_buffers"]);
 });
 
 Deno.test("train: native resume is bit-identical from step N+1 and restores the saved digests", async () => {

@@ -249,8 +249,9 @@ export interface StateCheckSummary {
    * `save`: the split's saved digests against the baseline's snapshot at the save step and against
    * what the checkpoint files hold (a `files` event); `perturb` (a fused split): the baseline's
    * snapshot just before its save against its `after_save` digests just after; absent:
-   * a resume's loaded digests against the saved ones; `convert`: the converter's universal
-   * folder, read back, against the split's saved digests.
+   * a resume's loaded digests against the saved ones, and its gradient buffers as its first step
+   * begins against the baseline's at that step (`grad_buffers`, from `grads` events); `convert`:
+   * the converter's universal folder, read back, against the split's saved digests.
    */
   check?: "save" | "convert" | "perturb";
   /** PASS, FAIL, or ERROR; `available: false` when the trainer emits no digests. */
