@@ -120,8 +120,9 @@ def test_a_fused_baseline_reports_after_save_equal_to_its_snapshot(tmp_path):
     metrics = str(tmp_path / "m.jsonl")
     run(env(metrics, PARITY_SAVE_AT="3", PARITY_DIGEST_AT="3", PARITY_CHECKPOINT_DIR=str(tmp_path / "ck")))
     events = [r for r in read_jsonl(metrics) if "event" in r]
-    assert [(e["event"], e["step"]) for e in events] == [("snapshot", 3), ("saved", 3), ("after_save", 3)]
-    snapshot, saved, after = events
+    assert [(e["event"], e["step"]) for e in events] == [
+        ("snapshot", 3), ("saved", 3), ("after_save", 3), ("grads", 4)]
+    snapshot, saved, after, _ = events
     assert after["digests"] == snapshot["digests"] == saved["digests"]
     assert [r["step"] for r in read_jsonl(metrics) if "loss" in r] == [1, 2, 3, 4, 5, 6]
 
