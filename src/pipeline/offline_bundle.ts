@@ -18,10 +18,10 @@
  */
 
 import { basename, join, resolve } from "node:path";
-import { type Experiment, resolvePlan } from "../experiment/mod.ts";
+import type { Experiment } from "../experiment/mod.ts";
 import { HARNESS_REDACTION, isSecretName } from "../process/mod.ts";
 import { DEEPSPEED_VENV, PROJECT_DIR } from "../presets/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import { type PhaseSpec, placePlan, type ResolvedPlan } from "../types/phase_spec.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { phaseOutputs, requiredArtifacts } from "./artifacts.ts";
 import { HARNESS_VERSION } from "./manifest.ts";
@@ -113,16 +113,18 @@ export interface BundleOptions {
   wheels?: string[];
 }
 
-/** Resolves `exp` for the bundle folder and writes `bundle.json` (and its wheels); returns it. */
-export async function writeBundle(exp: Experiment, options: BundleOptions): Promise<Bundle> {
+/**
+ * Places a resolved plan (not yet placed) in the bundle folder and writes `bundle.json` (and its
+ * wheels); returns it. `run.experiment` is the plan's source, scanned for the secrets it names.
+ */
+export async function writeBundle(
+  run: { plan: ResolvedPlan; experiment: Experiment },
+  options: BundleOptions,
+): Promise<Bundle> {
   const runDir = resolve(options.bundleDir);
   await assertEmptyFolder(runDir);
-  const plan = resolvePlan(exp, {
-    runDir,
-    baseDir: options.baseDir,
-    harnessEnv: options.harnessEnv,
-  });
-  learnRunSecrets(exp, plan.phases, options.harnessEnv);
+  const plan = placePlan(run.plan, runDir);
+  learnRunSecrets(run.experiment, plan.phases, options.harnessEnv);
   const keys = await computeKeys(plan.phases, options.baseDir, options.harnessEnv);
   const notes: string[] = [];
   const portable = portablePaths(runDir, notes);
