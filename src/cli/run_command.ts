@@ -17,7 +17,7 @@ import {
 } from "../experiment/mod.ts";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { consoleProgress } from "../pipeline/console_progress.ts";
-import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
+import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { checkResultsFolder } from "../pipeline/results_folder.ts";
 import { runExperiment, type RunResult, shownPath } from "../pipeline/runner.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";

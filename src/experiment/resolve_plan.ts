@@ -13,7 +13,12 @@
  */
 
 import { deviceDemand } from "./device_demand.ts";
-import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
+import {
+  DEFAULT_ELEMENT_SIZE,
+  DEFAULT_METRICS_FORMAT,
+  DRIFT_DEFAULTS,
+  TOLERANCE_DEFAULTS,
+} from "../types/defaults.ts";
 import { isAbsolute, join, resolve } from "node:path";
 import {
   argText,
@@ -389,7 +394,7 @@ function compilePhase(
     tool: node.tool,
     vars,
     args: node.args,
-    elementSize: exp.plan_sync?.element_size ?? 4,
+    elementSize: exp.plan_sync?.element_size ?? DEFAULT_ELEMENT_SIZE,
     baseDir: ctx.baseDir,
     nodes: executor.kind === "slurm" && executor.srun ? executor.nodes ?? 1 : 1,
   };
@@ -543,7 +548,7 @@ function metricsSpec(
   const raw = metrics?.path ? interpolate(metrics.path, vars) : vars.metrics_file;
   const spec: MetricsSpec = {
     path: isAbsolute(raw) ? raw : resolve(baseDir, raw),
-    format: metrics?.format ?? preset?.metricsFormat ?? "jsonl",
+    format: metrics?.format ?? preset?.metricsFormat ?? DEFAULT_METRICS_FORMAT,
   };
   if (metrics?.pattern !== undefined) spec.pattern = metrics.pattern;
   if (metrics?.step_unit !== undefined) spec.step_unit = metrics.step_unit;

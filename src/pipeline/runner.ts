@@ -26,8 +26,8 @@ import { describeEnvironmentError } from "./environment_error.ts";
 import {
   type JudgeSpec,
   type PhaseSpec,
-  PLAN_FILE,
   placePlan,
+  PLAN_FILE,
   type ResolvedPlan,
   savesCheckpoint,
 } from "../types/phase_spec.ts";
@@ -38,7 +38,8 @@ import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { splitTagWarnings } from "./split_tags.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
-import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
+import { type GoldenJudgement, judgeGolden } from "./golden.ts";
+import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { gitState, HARNESS_VERSION, type Manifest, newManifest } from "./manifest.ts";
 import { sha256Hex } from "./sha256.ts";
 import { computeKeys, executePhase } from "./phase_execution.ts";

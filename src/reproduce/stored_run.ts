@@ -15,7 +15,7 @@ import {
   resolvePlan,
   validateExperiment,
 } from "../experiment/mod.ts";
-import { PLAN_FILE, placePlan, type ResolvedPlan } from "../types/phase_spec.ts";
+import { placePlan, PLAN_FILE, type ResolvedPlan } from "../types/phase_spec.ts";
 import type { Manifest } from "../pipeline/manifest.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { readSummary } from "../types/read_summary.ts";
