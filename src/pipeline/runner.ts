@@ -34,7 +34,7 @@ import {
 import { type CodeDigests, quarantineIncomplete } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { removeStrayTemporaries } from "./stray_temporaries.ts";
-import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
+import { learnRunSecrets, redactedExperiment, redactedPlan } from "./run_secrets.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { splitTagWarnings } from "./split_tags.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
@@ -337,7 +337,7 @@ async function writePlan(
   plan: ResolvedPlan,
   warnings: ResolvedPlan["warnings"],
 ): Promise<void> {
-  const text = JSON.stringify(HARNESS_REDACTION.redactValue({ ...plan, warnings }), null, 2);
+  const text = JSON.stringify(redactedPlan({ ...plan, warnings }), null, 2);
   await writeTextAtomic(join(runDir, PLAN_FILE), `${text}\n`);
 }
 
