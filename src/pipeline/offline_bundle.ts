@@ -101,9 +101,12 @@ export interface Bundle {
 export interface BundleOptions {
   /** Folder to write (created; must be empty or absent). */
   bundleDir: string;
-  /** Folder relative paths of the experiment resolve against. */
+  /** Folder the plan's relative code inputs resolve against (the experiment file's). */
   baseDir: string;
-  /** Environment for `${env.NAME}`. */
+  /**
+   * The harness's environment: the secrets the experiment names are learnt from it, code inputs'
+   * `!commands` run in it.
+   */
   harnessEnv: Record<string, string>;
   /** The experiment file, for the record. */
   experimentFile: string | null;

@@ -79,9 +79,9 @@ export interface PlanPreview {
 export interface PreviewOptions {
   /** Results root. */
   resultsDir: string;
-  /** Folder relative paths of the experiment resolve against. */
+  /** Folder the plan's relative code inputs resolve against (the experiment file's). */
   baseDir: string;
-  /** Environment for `${env.NAME}`. */
+  /** Environment of the code inputs' `!commands` (the plan is resolved already). */
   harnessEnv: Record<string, string>;
 }
 
