@@ -40,6 +40,33 @@ Deno.test("rerun: the quickstart reproduces bit for bit", async () => {
   }
 });
 
+Deno.test("rerun and golden save read plan.json, and a folder from before it still works", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const results = join(dir, "results");
+    const quickstart = join(PROJECT, "experiments/quickstart.yaml");
+    const run = await runCli(["run", quickstart, "--results", results, "--quiet"]);
+    assert.equal(run.code, 0, run.stderr);
+    const latest = join(results, "quickstart", "latest");
+    // The plan as run, its run-folder paths relative: no absolute path of the results folder.
+    const plan = await Deno.readTextFile(join(latest, "plan.json"));
+    assert.ok(plan.includes("<run>/phases/baseline") && !plan.includes(results), plan);
+    // A run folder of an older harness has no plan.json: resolved once from its experiment.
+    await Deno.remove(join(latest, "plan.json"));
+    const goldens = join(dir, "goldens");
+    const saved = await runCli(["golden", "save", latest, "--goldens", goldens]);
+    assert.equal(saved.code, 0, saved.stdout + saved.stderr);
+    assert.match(saved.stdout, /saved golden .*\.jsonl/);
+    const rerun = await runCli(["rerun", latest, "--quiet"]);
+    assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
+    const result = await rerunJson(rerun.stdout);
+    assert.equal(result.verdict, "REPRODUCED");
+    assert.ok(result.phases.every((p) => p.outcome === "identical"), JSON.stringify(result.phases));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("rerun: a changed environment variable or trainer code is DRIFTED and named", async () => {
   const dir = await Deno.makeTempDir();
   try {

@@ -21,7 +21,7 @@
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
 import { parse as parseCsv } from "csv-parse/sync";
-import { readExperimentFile } from "../../src/experiment/mod.ts";
+import { readExperimentFile, resolvePlan } from "../../src/experiment/mod.ts";
 import type { Experiment } from "../../src/experiment/mod.ts";
 import { runExperiment } from "../../src/pipeline/runner.ts";
 import type { Progress } from "../../src/pipeline/run_progress.ts";
@@ -119,7 +119,9 @@ async function load(file: string, sets: string[] = []): Promise<Experiment> {
 }
 
 function run(exp: Experiment, force: boolean, baseDir: string) {
-  return runExperiment(exp, {
+  const harnessEnv = Deno.env.toObject();
+  const plan = resolvePlan(exp, { baseDir, harnessEnv });
+  return runExperiment({ plan, experiment: exp }, {
     resultsDir: results,
     baseDir,
     experimentFile: null,
@@ -127,7 +129,7 @@ function run(exp: Experiment, force: boolean, baseDir: string) {
     keepGoing: true,
     force,
     progress: silent,
-    harnessEnv: Deno.env.toObject(),
+    harnessEnv,
   });
 }
 

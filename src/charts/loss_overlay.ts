@@ -13,6 +13,7 @@
  * @module
  */
 
+import { DEFAULT_METRIC } from "../types/defaults.ts";
 import { exact } from "../format/numbers.ts";
 import { decadeDomain, logAxis, STAT_LABEL_EXPR } from "./_axis_labels.ts";
 import {
@@ -176,7 +177,7 @@ export function lossOverlaySpec(input: LossOverlayInput): ChartSpec {
     band: band.map((p) => ({ step: p.step, lo: p.lo, hi: p.hi })),
   };
   const overlay: _Overlay = {
-    metric: input.metric ?? "loss",
+    metric: input.metric ?? DEFAULT_METRIC,
     logScale: input.logScale ?? false,
     groups,
     labels,

@@ -11,7 +11,7 @@ import { Command } from "commander";
 import { dirname, resolve } from "node:path";
 import { formatValidationErrors, readExperimentFile } from "../experiment/mod.ts";
 import { consoleProgress } from "../pipeline/console_progress.ts";
-import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
+import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { bisect, bisectPackage, formatBisect, formatPackageBisect } from "../reproduce/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";

@@ -8,7 +8,7 @@
 
 import { Command, Option } from "commander";
 import type { MetricsFormat } from "../metrics/mod.ts";
-import { DEFAULT_METRIC, TOLERANCE_DEFAULTS } from "../experiment/mod.ts";
+import { DEFAULT_METRIC, DEFAULT_METRICS_FORMAT, TOLERANCE_DEFAULTS } from "../experiment/mod.ts";
 import { compareMetricsFiles, formatCompareTable } from "../parity/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { examples, numberArgument, type Subcommand, usageError } from "./_subcommand.ts";
@@ -55,7 +55,9 @@ export const compareCommand: Subcommand = (exit): Command =>
     .argument("<a>", "first metrics file")
     .argument("<b>", "second metrics file")
     .addOption(
-      new Option("--format <F>", "format of both files").choices(FORMATS).default("jsonl"),
+      new Option("--format <F>", "format of both files").choices(FORMATS).default(
+        DEFAULT_METRICS_FORMAT,
+      ),
     )
     .addOption(new Option("--format-b <F>", "format of <b> when it differs").choices(FORMATS))
     .option("--pattern <RE>", "log format: regex with named groups step and loss")

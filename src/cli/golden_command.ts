@@ -8,7 +8,7 @@
 
 import { Command } from "commander";
 import { resolve } from "node:path";
-import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
+import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { saveGolden } from "../reproduce/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { examples, type Subcommand } from "./_subcommand.ts";

@@ -11,7 +11,7 @@
 
 import { Command } from "commander";
 import { dirname, resolve } from "node:path";
-import { formatValidationErrors, readExperimentFile } from "../experiment/mod.ts";
+import { formatValidationErrors, readExperimentFile, resolvePlan } from "../experiment/mod.ts";
 import { formatPlanPreview, type PlanPreview, previewPlan } from "../pipeline/plan_preview.ts";
 import { writeBundle } from "../pipeline/offline_bundle.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
@@ -57,9 +57,13 @@ export const planCommand: Subcommand = (exit): Command =>
               "holds one (choose it with --set)",
           );
         }
-        const bundle = await writeBundle(result.experiments[0], {
+        const experiment = result.experiments[0];
+        const baseDir = dirname(resolve(file));
+        const harnessEnv = Deno.env.toObject();
+        const plan = resolvePlan(experiment, { baseDir, harnessEnv });
+        const bundle = await writeBundle({ plan, experiment }, {
           bundleDir: resolve(options.bundle),
-          baseDir: dirname(resolve(file)),
+          baseDir,
           harnessEnv: Deno.env.toObject(),
           experimentFile: file,
           sets: options.set ?? [],
@@ -75,12 +79,11 @@ export const planCommand: Subcommand = (exit): Command =>
       }
       const previews: PlanPreview[] = [];
       for (const experiment of result.experiments) {
+        const baseDir = dirname(resolve(file));
+        const harnessEnv = Deno.env.toObject();
+        const plan = resolvePlan(experiment, { baseDir, harnessEnv });
         previews.push(
-          await previewPlan(experiment, {
-            resultsDir: resolve(options.results),
-            baseDir: dirname(resolve(file)),
-            harnessEnv: Deno.env.toObject(),
-          }),
+          await previewPlan(plan, { resultsDir: resolve(options.results), baseDir, harnessEnv }),
         );
       }
       console.log(

@@ -15,9 +15,9 @@ import {
   presetsUsed,
   readExperimentFile,
 } from "../experiment/mod.ts";
-import type { Experiment } from "../experiment/mod.ts";
+import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { consoleProgress } from "../pipeline/console_progress.ts";
-import { DEFAULT_GOLDENS_DIR } from "../pipeline/golden.ts";
+import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { checkResultsFolder } from "../pipeline/results_folder.ts";
 import { runExperiment, type RunResult, shownPath } from "../pipeline/runner.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
@@ -223,18 +223,22 @@ async function runLoaded(
   const results: RunResult[] = [];
   try {
     for (const { file, experiment } of loaded) {
+      const baseDir = dirname(resolve(file));
+      const harnessEnv = Deno.env.toObject();
+      // The one resolution of the run: the runner places it in its run folder (and --import's).
+      const plan = resolvePlan(experiment, { baseDir, harnessEnv });
       results.push(
-        await runExperiment(experiment, {
+        await runExperiment({ plan, experiment }, {
           resultsDir: resolve(options.results),
           resultsShown: options.results,
-          baseDir: dirname(resolve(file)),
+          baseDir,
           experimentFile: resolve(file),
           only: options.only,
           keepGoing: options.keepGoing || suite,
           force,
           wait: options.wait,
           progress,
-          harnessEnv: Deno.env.toObject(),
+          harnessEnv,
           goldensDir: resolve(options.goldens),
           imageBaseUrl: options.imageBaseUrl || undefined,
           verifyCheckpoints: options.verifyCheckpoints ? "full" : "auto",

@@ -10,6 +10,7 @@
 import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
 import type { Calibration, PhaseTool, ResumeKind } from "../types/phase_spec.ts";
 import type { PhaseRole } from "../types/summary.ts";
+import { DEFAULT_PHASE_TIMEOUT_S } from "../types/defaults.ts";
 import type { Experiment, ProcessEntry, ResumeEntry, TrainerArgs } from "./schema.ts";
 import { lastSave, resumeFromStep, saveSteps } from "./save_steps.ts";
 
@@ -76,7 +77,9 @@ export function programEntry(exp: Experiment, tool: PhaseTool): ProcessEntry | u
   const own = tool === "converter" ? exp.converter : tool === "planner" ? exp.planner : undefined;
   if (own) return own;
   const preset = trainerPreset(exp);
-  return preset?.tools.includes(tool) ? { preset: preset.name, timeout: 3600 } : undefined;
+  return preset?.tools.includes(tool)
+    ? { preset: preset.name, timeout: DEFAULT_PHASE_TIMEOUT_S }
+    : undefined;
 }
 
 /** The presets an experiment's programs use (each once). */

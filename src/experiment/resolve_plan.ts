@@ -1,17 +1,24 @@
 /**
- * Compiles a validated experiment, once, into the resolved phase plan for one run folder: every
- * phase's argv, environment, working folder, artifact paths, metrics source, completion marker,
- * code inputs, topology and lane. The runner schedules and caches these specs, the judge reads
- * them, `parity plan` prints them; nothing downstream re-reads the experiment.
+ * Compiles a validated experiment, once per run, into the resolved phase plan: every phase's
+ * argv, environment, working folder, artifact paths, metrics source, completion marker, code
+ * inputs, topology and lane. The CLI's `run` and `plan` resolve it; the runner writes it to the
+ * run folder as `plan.json`, schedules and caches its specs, the judge reads them; rerun, goldens
+ * and `--import` read the plan, never the experiment again.
  *
- * All paths lie in the run folder. A phase reused from the cache is linked into it (see the
+ * All paths lie in the run folder, written relative to it (under `RUN_FOLDER`) until
+ * `placePlan` puts the plan in one. A phase reused from the cache is linked into it (see the
  * runner), so a consumer's command never depends on where its producer actually ran.
  *
  * @module
  */
 
 import { deviceDemand } from "./device_demand.ts";
-import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
+import {
+  DEFAULT_ELEMENT_SIZE,
+  DEFAULT_METRICS_FORMAT,
+  DRIFT_DEFAULTS,
+  TOLERANCE_DEFAULTS,
+} from "../types/defaults.ts";
 import { isAbsolute, join, resolve } from "node:path";
 import {
   argText,
@@ -28,7 +35,9 @@ import {
   type MetricsSpec,
   type PhasePaths,
   type PhaseSpec,
+  placePlan,
   type ResolvedPlan,
+  RUN_FOLDER,
   type SlurmExecutorSpec,
 } from "../types/phase_spec.ts";
 import { savesCheckpoint } from "../types/phase_spec.ts";
@@ -73,8 +82,11 @@ const PATH_VARS = [
 
 /** Where the compiled plan lives and what `${env.NAME}` and relative paths resolve against. */
 export interface ResolveContext {
-  /** The run folder (`<results>/<experiment>/<run-id>`). */
-  runDir: string;
+  /**
+   * The run folder (`<results>/<experiment>/<run-id>`) to place the plan in at once; absent, its
+   * run-folder paths stay relative, under `RUN_FOLDER` (what `plan.json` holds).
+   */
+  runDir?: string;
   /**
    * The experiment file's folder: relative `cwd` and metrics paths resolve against it, and a
    * command entry without `cwd` runs in it.
@@ -84,8 +96,14 @@ export interface ResolveContext {
   harnessEnv: Record<string, string>;
 }
 
-/** Compiles `exp` into the specs of one run in `ctx.runDir`. */
+/** Compiles `exp` into the specs of one run (placed in `ctx.runDir` when given). */
 export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan {
+  const plan = compilePlan(exp, ctx);
+  return ctx.runDir === undefined ? plan : placePlan(plan, ctx.runDir);
+}
+
+function compilePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan {
+  const runDir = RUN_FOLDER;
   const nodes = phaseGraph(exp);
   const preset = presetNamed(exp.trainer.preset);
   const topologyKeys = preset ? topologyArgs(preset) : [
@@ -103,7 +121,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
     });
   const paths = new Map<string, PhasePaths>();
   const phases = nodes.map((node) => {
-    const own = phasePaths(exp, node, ctx.runDir, tag, (name) => paths.get(name));
+    const own = phasePaths(exp, node, runDir, tag, (name) => paths.get(name));
     paths.set(node.name, own);
     const topology = pick(node.args, topologyKeys);
     return compilePhase(exp, node, own, ctx, {
@@ -131,7 +149,7 @@ export function resolvePlan(exp: Experiment, ctx: ResolveContext): ResolvedPlan 
   );
   return {
     experiment: exp.name,
-    runDir: ctx.runDir,
+    runDir,
     seed: exp.seed,
     parallel: Math.max(exp.parallel, maxJobs),
     ...(exp.devices ? { devices: { kind: exp.devices.kind, ids: [...exp.devices.ids] } } : {}),
@@ -376,7 +394,7 @@ function compilePhase(
     tool: node.tool,
     vars,
     args: node.args,
-    elementSize: exp.plan_sync?.element_size ?? 4,
+    elementSize: exp.plan_sync?.element_size ?? DEFAULT_ELEMENT_SIZE,
     baseDir: ctx.baseDir,
     nodes: executor.kind === "slurm" && executor.srun ? executor.nodes ?? 1 : 1,
   };
@@ -530,7 +548,7 @@ function metricsSpec(
   const raw = metrics?.path ? interpolate(metrics.path, vars) : vars.metrics_file;
   const spec: MetricsSpec = {
     path: isAbsolute(raw) ? raw : resolve(baseDir, raw),
-    format: metrics?.format ?? preset?.metricsFormat ?? "jsonl",
+    format: metrics?.format ?? preset?.metricsFormat ?? DEFAULT_METRICS_FORMAT,
   };
   if (metrics?.pattern !== undefined) spec.pattern = metrics.pattern;
   if (metrics?.step_unit !== undefined) spec.step_unit = metrics.step_unit;

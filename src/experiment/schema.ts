@@ -14,7 +14,10 @@ import { LANES } from "../types/judge_settings.ts";
 import {
   AUTO_TOLERANCE_DEFAULTS,
   CHART_DEFAULTS,
+  DEFAULT_ELEMENT_SIZE,
   DEFAULT_METRIC,
+  DEFAULT_METRICS_FORMAT,
+  DEFAULT_PHASE_TIMEOUT_S,
   DRIFT_DEFAULTS,
   TOLERANCE_DEFAULTS,
 } from "../types/defaults.ts";
@@ -82,7 +85,7 @@ export const TrainerArgsSchema = z.object({
 
 /** How metrics are read from a trainer. */
 export const MetricsSchema = z.object({
-  format: z.enum(["jsonl", "deepspeed-csv", "log", "tensorboard"]).default("jsonl")
+  format: z.enum(["jsonl", "deepspeed-csv", "log", "tensorboard"]).default(DEFAULT_METRICS_FORMAT)
     .describe("metrics source format"),
   path: z.string().optional().describe("file or folder template; default ${metrics_file}"),
   pattern: z.string().optional().describe("log format: regex with named groups step and loss")
@@ -151,7 +154,7 @@ export const ProcessSchema = z.object({
   timeout: z.number("expected a number of seconds").positive(
     "expected a positive number of seconds",
   )
-    .default(3600).describe("seconds before the process group is stopped"),
+    .default(DEFAULT_PHASE_TIMEOUT_S).describe("seconds before the process group is stopped"),
   metrics: MetricsSchema.optional(),
   checkpoint_marker: z.string().min(1).optional()
     .describe(
@@ -298,7 +301,9 @@ export const PlanSyncSchema = z.object({
     "add execute-plan-<policy> phases: run each plan on the checkpoint's bytes and compare, " +
       "per process and expert slot, with the universal resume on the target topology",
   ),
-  element_size: positiveInt.max(64, "expected at most 64 bytes per element").default(4)
+  element_size: positiveInt.max(64, "expected at most 64 bytes per element").default(
+    DEFAULT_ELEMENT_SIZE,
+  )
     .describe("bytes per element for plan statistics"),
 }).strict().describe("plan-path resharding through the affine planner");
 

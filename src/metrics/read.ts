@@ -4,6 +4,7 @@
  * @module
  */
 
+import { DEFAULT_METRICS_FORMAT } from "../types/defaults.ts";
 import { readDeepspeedCsv } from "./deepspeed_csv.ts";
 import { readJsonl } from "./jsonl.ts";
 import { readLog } from "./log.ts";
@@ -22,7 +23,7 @@ import { readTensorboard } from "./tensorboard.ts";
  * ```
  */
 export function readMetrics(path: string, options: ReadOptions = {}): Promise<MetricSeries> {
-  switch (options.format ?? "jsonl") {
+  switch (options.format ?? DEFAULT_METRICS_FORMAT) {
     case "jsonl":
       return readJsonl(path, options.loss);
     case "deepspeed-csv":

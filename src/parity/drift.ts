@@ -19,6 +19,7 @@
  * @module
  */
 
+import { DEFAULT_METRIC } from "../types/defaults.ts";
 import { ulps } from "../format/numbers.ts";
 import type { MetricSeries } from "../metrics/mod.ts";
 import type { DriftFailure, DriftSummary } from "../types/summary.ts";
@@ -57,7 +58,7 @@ export interface DriftOptions {
 
 /**
  * Fewest steps per bias-test block: a property of the test, not an experiment setting. The
- * settings' defaults live with the schema (`src/experiment/defaults.ts`).
+ * settings' defaults live in `src/types/defaults.ts`.
  */
 export const MIN_BLOCK_STEPS = 10;
 
@@ -146,7 +147,7 @@ export function compareDrift(
   },
 ): LaneResult {
   const o = options.drift;
-  const metric = options.metric ?? "loss";
+  const metric = options.metric ?? DEFAULT_METRIC;
   const base = compareLane(a, b, {
     lane: "exact",
     metric,

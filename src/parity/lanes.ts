@@ -15,6 +15,7 @@
  * @module
  */
 
+import { DEFAULT_METRIC } from "../types/defaults.ts";
 import { ulps } from "../format/numbers.ts";
 import type { MetricSeries } from "../metrics/mod.ts";
 import type { ComparisonSummary } from "../types/summary.ts";
@@ -71,7 +72,7 @@ export function rangeWindow(from: number, to: number): Float64Array {
 export function unionWindow(
   a: MetricSeries,
   b: MetricSeries,
-  metric = "loss",
+  metric = DEFAULT_METRIC,
   from = Number.NEGATIVE_INFINITY,
   to = Number.POSITIVE_INFINITY,
 ): Float64Array {
@@ -139,7 +140,7 @@ function windowSteps(
 
 /** Runs one lane; see the module doc for the rules. */
 export function compareLane(a: MetricSeries, b: MetricSeries, options: LaneOptions): LaneResult {
-  const metric = options.metric ?? "loss";
+  const metric = options.metric ?? DEFAULT_METRIC;
   const lane = options.lane;
   const { rtol = 0, atol = 0, maxFailures: budget = 0 } = lane === "tolerance"
     ? toleranceSettings(options)

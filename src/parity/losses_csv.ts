@@ -5,6 +5,7 @@
  * @module
  */
 
+import { DEFAULT_METRIC } from "../types/defaults.ts";
 import type { MetricSeries } from "../metrics/mod.ts";
 
 /**
@@ -17,7 +18,7 @@ import type { MetricSeries } from "../metrics/mod.ts";
  * await Deno.writeTextFile("losses.csv", lossesCsv(evaluation.series));
  * ```
  */
-export function lossesCsv(series: Map<string, MetricSeries>, metric = "loss"): string {
+export function lossesCsv(series: Map<string, MetricSeries>, metric = DEFAULT_METRIC): string {
   const names = [...series.keys()];
   const baseline = names.indexOf("baseline");
   if (baseline > 0) names.unshift(...names.splice(baseline, 1));

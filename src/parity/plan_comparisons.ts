@@ -11,6 +11,7 @@
  * @module
  */
 
+import { DEFAULT_METRIC } from "../types/defaults.ts";
 import type { LaneChoice } from "../types/phase_spec.ts";
 import type { Diagnostic } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
@@ -152,7 +153,7 @@ function metricsFor(
   diagnostics: Diagnostic[],
 ): string[] {
   const out: string[] = [];
-  const list = metrics.length > 0 ? metrics : ["loss"];
+  const list = metrics.length > 0 ? metrics : [DEFAULT_METRIC];
   for (const metric of list) {
     const ra = reports(a.name, metric);
     const rb = reports(b.name, metric);

@@ -26,9 +26,6 @@ import { type EnvironmentFacts, environmentKey } from "./environment.ts";
 import { writeTextAtomic } from "../process/mod.ts";
 import { experimentFolderName } from "./run_store.ts";
 
-/** Where goldens live, relative to the working folder. */
-export const DEFAULT_GOLDENS_DIR = "experiments/goldens";
-
 /** Name of the golden comparisons in `summary.json`. */
 const GOLDEN_COMPARISON = "golden~baseline";
 

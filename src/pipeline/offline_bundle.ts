@@ -18,10 +18,10 @@
  */
 
 import { basename, join, resolve } from "node:path";
-import { type Experiment, resolvePlan } from "../experiment/mod.ts";
+import type { Experiment } from "../experiment/mod.ts";
 import { HARNESS_REDACTION, isSecretName } from "../process/mod.ts";
 import { DEEPSPEED_VENV, PROJECT_DIR } from "../presets/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import { type PhaseSpec, placePlan, type ResolvedPlan } from "../types/phase_spec.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { phaseOutputs, requiredArtifacts } from "./artifacts.ts";
 import { HARNESS_VERSION } from "./manifest.ts";
@@ -101,9 +101,12 @@ export interface Bundle {
 export interface BundleOptions {
   /** Folder to write (created; must be empty or absent). */
   bundleDir: string;
-  /** Folder relative paths of the experiment resolve against. */
+  /** Folder the plan's relative code inputs resolve against (the experiment file's). */
   baseDir: string;
-  /** Environment for `${env.NAME}`. */
+  /**
+   * The harness's environment: the secrets the experiment names are learnt from it, code inputs'
+   * `!commands` run in it.
+   */
   harnessEnv: Record<string, string>;
   /** The experiment file, for the record. */
   experimentFile: string | null;
@@ -113,16 +116,18 @@ export interface BundleOptions {
   wheels?: string[];
 }
 
-/** Resolves `exp` for the bundle folder and writes `bundle.json` (and its wheels); returns it. */
-export async function writeBundle(exp: Experiment, options: BundleOptions): Promise<Bundle> {
+/**
+ * Places a resolved plan (not yet placed) in the bundle folder and writes `bundle.json` (and its
+ * wheels); returns it. `run.experiment` is the plan's source, scanned for the secrets it names.
+ */
+export async function writeBundle(
+  run: { plan: ResolvedPlan; experiment: Experiment },
+  options: BundleOptions,
+): Promise<Bundle> {
   const runDir = resolve(options.bundleDir);
   await assertEmptyFolder(runDir);
-  const plan = resolvePlan(exp, {
-    runDir,
-    baseDir: options.baseDir,
-    harnessEnv: options.harnessEnv,
-  });
-  learnRunSecrets(exp, plan.phases, options.harnessEnv);
+  const plan = placePlan(run.plan, runDir);
+  learnRunSecrets(run.experiment, plan.phases, options.harnessEnv);
   const keys = await computeKeys(plan.phases, options.baseDir, options.harnessEnv);
   const notes: string[] = [];
   const portable = portablePaths(runDir, notes);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { readExperimentFile } from "../experiment/mod.ts";
+import { type Experiment, readExperimentFile } from "../experiment/mod.ts";
 import { PROJECT_DIR } from "../presets/mod.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { BUNDLE_FILE, writeBundle } from "./offline_bundle.ts";
@@ -15,12 +15,17 @@ async function quickstart() {
   return { file, exp: read.experiments[0] };
 }
 
+/** The experiment resolved once, as `parity plan --bundle` does. */
+function planned(exp: Experiment, baseDir: string) {
+  return { plan: resolvePlan(exp, { baseDir, harnessEnv: {} }), experiment: exp };
+}
+
 Deno.test("writeBundle: the runner's phases, order and keys, with this machine's paths as tokens", async () => {
   const dir = await Deno.makeTempDir({ prefix: "parity-bundle-" });
   try {
     const { file, exp } = await quickstart();
     const options = { baseDir: join(PROJECT_DIR, "experiments"), harnessEnv: {} };
-    const bundle = await writeBundle(exp, {
+    const bundle = await writeBundle(planned(exp, options.baseDir), {
       ...options,
       bundleDir: join(dir, "b"),
       experimentFile: file,
@@ -58,7 +63,7 @@ Deno.test("writeBundle refuses a folder that is not empty", async () => {
     await Deno.writeTextFile(join(dir, "x"), "");
     const { exp } = await quickstart();
     await assert.rejects(
-      writeBundle(exp, {
+      writeBundle(planned(exp, PROJECT_DIR), {
         bundleDir: dir,
         baseDir: PROJECT_DIR,
         harnessEnv: {},

@@ -13,11 +13,10 @@
  */
 
 import { join } from "node:path";
-import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { phaseLogs } from "../executors/executor.ts";
 import { bytes } from "../format/numbers.ts";
 import { fileTail } from "../process/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import { type PhaseSpec, placePlan, type ResolvedPlan } from "../types/phase_spec.ts";
 import type { Diagnostic, PhaseStatus } from "../types/summary.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { checkpointRoots, phaseOutputs } from "./artifacts.ts";
@@ -61,9 +60,9 @@ export interface ImportOptions {
   bundleDir: string;
   /** `<results>/<experiment>`. */
   experimentDir: string;
-  /** Folder relative paths of the experiment resolve against. */
+  /** Folder the plan's relative code inputs resolve against (the experiment file's). */
   baseDir: string;
-  /** Environment for `${env.NAME}`. */
+  /** Environment of the code inputs' `!commands` (the plan is resolved already). */
   harnessEnv: Record<string, string>;
 }
 
@@ -112,24 +111,24 @@ export async function readBundle(bundleDir: string): Promise<Bundle> {
 }
 
 /**
- * Copies the phases `bundleDir` ran into a new run folder of `exp` and writes their completion
+ * Copies the phases `bundleDir` ran into a new run folder of `resolved` (the run's plan, not yet
+ * placed) and writes their completion
  * markers. Refuses (exit 2) a bundle of another experiment or plan: every phase's cache key must
  * be the one this harness computes now, so the run that follows reuses exactly these phases.
  */
-export async function importBundle(exp: Experiment, options: ImportOptions): Promise<ImportResult> {
+export async function importBundle(
+  resolved: ResolvedPlan,
+  options: ImportOptions,
+): Promise<ImportResult> {
   const bundle = await readBundle(options.bundleDir);
-  if (bundle.experiment !== exp.name) {
+  if (bundle.experiment !== resolved.experiment) {
     throw new UsageError(
-      `--import ${options.bundleDir}: the bundle is of experiment ${bundle.experiment}, not ${exp.name}`,
+      `--import ${options.bundleDir}: the bundle is of experiment ${bundle.experiment}, not ${resolved.experiment}`,
     );
   }
   const runDir = join(options.experimentDir, newRunId(new Date(), `import:${options.bundleDir}`));
   assertInside(options.experimentDir, runDir);
-  const plan = resolvePlan(exp, {
-    runDir,
-    baseDir: options.baseDir,
-    harnessEnv: options.harnessEnv,
-  });
+  const plan = placePlan(resolved, runDir);
   const keys = await computeKeys(plan.phases, options.baseDir, options.harnessEnv);
   const exported = new Map(bundle.phases.map((p) => [p.name, p]));
   for (const spec of plan.phases) {

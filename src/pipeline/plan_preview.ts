@@ -7,10 +7,15 @@
  */
 
 import { join, relative } from "node:path";
-import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { redactEnv } from "../process/mod.ts";
 import { phaseDevices, phaseSteps, type PlannedBill, plannedBill, savingText } from "./run_bill.ts";
-import { type DevicePoolSpec, type PhaseSpec, savesCheckpoint } from "../types/phase_spec.ts";
+import {
+  type DevicePoolSpec,
+  type PhaseSpec,
+  placePlan,
+  type ResolvedPlan,
+  savesCheckpoint,
+} from "../types/phase_spec.ts";
 import type { BillSaving } from "../types/summary.ts";
 import { cacheKeyEnv, findCachedPhase, type KeyLeftOut } from "./cache.ts";
 import { computeKeys } from "./phase_execution.ts";
@@ -74,17 +79,23 @@ export interface PlanPreview {
 export interface PreviewOptions {
   /** Results root. */
   resultsDir: string;
-  /** Folder relative paths of the experiment resolve against. */
+  /** Folder the plan's relative code inputs resolve against (the experiment file's). */
   baseDir: string;
-  /** Environment for `${env.NAME}`. */
+  /** Environment of the code inputs' `!commands` (the plan is resolved already). */
   harnessEnv: Record<string, string>;
 }
 
-/** Resolves `exp` as the next run would and looks each phase up in the cache. */
-export async function previewPlan(exp: Experiment, options: PreviewOptions): Promise<PlanPreview> {
-  const experimentDir = join(options.resultsDir, experimentFolderName(exp.name));
+/**
+ * Places a resolved plan (not yet placed) where the next run would and looks each phase up in
+ * the cache.
+ */
+export async function previewPlan(
+  resolved: ResolvedPlan,
+  options: PreviewOptions,
+): Promise<PlanPreview> {
+  const experimentDir = join(options.resultsDir, experimentFolderName(resolved.experiment));
   const runDir = join(experimentDir, NEXT_RUN);
-  const plan = resolvePlan(exp, { runDir, ...options });
+  const plan = placePlan(resolved, runDir);
   const keys = await computeKeys(plan.phases, options.baseDir, options.harnessEnv);
   const local = (text: string) => text.replaceAll(runDir, "<run>");
   const phases: PhasePreview[] = [];
@@ -127,7 +138,7 @@ export async function previewPlan(exp: Experiment, options: PreviewOptions): Pro
     saving_estimate: savingEstimate(plan.phases, walls, plan.judge.saveAt),
     ...(plan.devices ? { devices: plan.devices } : {}),
   };
-  return { experiment: exp.name, experiment_dir: experimentDir, phases, bill };
+  return { experiment: plan.experiment, experiment_dir: experimentDir, phases, bill };
 }
 
 /** The preview as text for a person: one block per phase. */

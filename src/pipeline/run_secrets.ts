@@ -1,13 +1,14 @@
 /**
  * What a run teaches the harness-wide redaction policy before it writes anything, and the
- * redacted form of the experiment written as `experiment.resolved.yaml` (docs/security.md).
+ * redacted forms of the experiment written as `experiment.resolved.yaml` and of the plan written
+ * as `plan.json` (docs/security.md).
  *
  * @module
  */
 
 import type { Experiment } from "../experiment/mod.ts";
 import { HARNESS_REDACTION, redactEnv } from "../process/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import type { PhaseSpec, ResolvedPlan } from "../types/phase_spec.ts";
 
 /**
  * Adds the secrets of a run to {@linkcode HARNESS_REDACTION}: the secret-named variables of the
@@ -50,6 +51,20 @@ export function redactedExperiment(exp: Experiment): Experiment {
   ) {
     const owner = holder as { env?: Record<string, string> } | undefined;
     if (owner?.env) owner.env = redactEnv(owner.env);
+  }
+  return HARNESS_REDACTION.redactValue(copy);
+}
+
+/**
+ * A copy of `plan` fit for a results file: every secret-named variable of each phase's
+ * environment (and of the cache's view of it) replaced whatever its length, then every string
+ * passed through the harness-wide policy.
+ */
+export function redactedPlan(plan: ResolvedPlan): ResolvedPlan {
+  const copy = structuredClone(plan);
+  for (const spec of copy.phases) {
+    spec.env = redactEnv(spec.env);
+    spec.keyed.env = redactEnv(spec.keyed.env);
   }
   return HARNESS_REDACTION.redactValue(copy);
 }

@@ -8,7 +8,7 @@
 
 import { join, relative, resolve } from "node:path";
 import { stringify as toYaml } from "yaml";
-import { dependentsOf, type Experiment, resolvePlan } from "../experiment/mod.ts";
+import { dependentsOf, type Experiment } from "../experiment/mod.ts";
 import {
   cardLines,
   causeLine,
@@ -26,17 +26,20 @@ import { describeEnvironmentError } from "./environment_error.ts";
 import {
   type JudgeSpec,
   type PhaseSpec,
+  placePlan,
+  PLAN_FILE,
   type ResolvedPlan,
   savesCheckpoint,
 } from "../types/phase_spec.ts";
 import { type CodeDigests, quarantineIncomplete } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { removeStrayTemporaries } from "./stray_temporaries.ts";
-import { learnRunSecrets, redactedExperiment } from "./run_secrets.ts";
+import { learnRunSecrets, redactedExperiment, redactedPlan } from "./run_secrets.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { splitTagWarnings } from "./split_tags.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
-import { DEFAULT_GOLDENS_DIR, type GoldenJudgement, judgeGolden } from "./golden.ts";
+import { type GoldenJudgement, judgeGolden } from "./golden.ts";
+import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { gitState, HARNESS_VERSION, type Manifest, newManifest } from "./manifest.ts";
 import { sha256Hex } from "./sha256.ts";
 import { computeKeys, executePhase } from "./phase_execution.ts";
@@ -142,9 +145,21 @@ function selectPhases(specs: readonly PhaseSpec[], only: string[]): Set<string> 
   return keep;
 }
 
-/** Runs one experiment to completion (or interruption) and writes its results folder. */
-export async function runExperiment(exp: Experiment, options: RunOptions): Promise<RunResult> {
-  const experimentDir = join(options.resultsDir, experimentFolderName(exp.name));
+/** What a run executes: the plan, resolved once, and the experiment it was resolved from. */
+export interface PlannedRun {
+  /** The resolved plan, its run-folder paths not yet placed (`resolvePlan` without `runDir`). */
+  plan: ResolvedPlan;
+  /**
+   * The experiment the plan was resolved from: only recorded (redacted, as
+   * `experiment.resolved.yaml`), scanned for the secrets it references and salting the run id;
+   * nothing is run or judged from it.
+   */
+  experiment: Experiment;
+}
+
+/** Runs one resolved plan to completion (or interruption) and writes its results folder. */
+export async function runExperiment(run: PlannedRun, options: RunOptions): Promise<RunResult> {
+  const experimentDir = join(options.resultsDir, experimentFolderName(run.plan.experiment));
   const progress = options.progress;
   const lock = await acquireRunLock(experimentDir, {
     wait: options.wait,
@@ -156,7 +171,7 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
   try {
     let imported: ImportResult | undefined;
     if (options.importBundle) {
-      imported = await importBundle(exp, {
+      imported = await importBundle(run.plan, {
         bundleDir: resolve(options.importBundle),
         experimentDir,
         baseDir: options.baseDir,
@@ -164,29 +179,26 @@ export async function runExperiment(exp: Experiment, options: RunOptions): Promi
       });
       for (const note of imported.notes) progress.note(note);
     }
-    return await runLocked(exp, options, experimentDir, imported);
+    return await runLocked(run, options, experimentDir, imported);
   } finally {
     await lock.release();
   }
 }
 
 async function runLocked(
-  exp: Experiment,
+  run: PlannedRun,
   options: RunOptions,
   experimentDir: string,
   imported: ImportResult | undefined,
 ): Promise<RunResult> {
+  const exp = run.experiment;
   const started = new Date();
   // Scanned for `${env.NAME}` and salts the run id; the YAML is only written, redacted, below.
   const resolvedText = JSON.stringify(exp);
   const runId = newRunId(started, resolvedText);
   const runDir = join(experimentDir, runId);
   assertInside(options.resultsDir, runDir);
-  const plan = resolvePlan(exp, {
-    runDir,
-    baseDir: options.baseDir,
-    harnessEnv: options.harnessEnv,
-  });
+  const plan = placePlan(run.plan, runDir);
   plan.warnings.push(...imported?.warnings ?? []);
   learnRunSecrets(exp, plan.phases, options.harnessEnv);
   const noLaunch = options.noLaunch || options.importBundle !== undefined;
@@ -236,7 +248,7 @@ async function runLocked(
     noLaunch,
   };
   progress.runStart(
-    exp.name,
+    plan.experiment,
     shownPath(options, runDir),
     noLaunch ? plan.phases.length : selected.size,
   );
@@ -254,6 +266,7 @@ async function runLocked(
     ).then((facts) => (manifest.environment = facts));
     environment.catch(() => {}); // awaited below
     Object.assign(hashes, await writeResolvedExperiment(runDir, exp, options.experimentFile));
+    await writePlan(runDir, run.plan, plan.warnings);
     await writeJsonInTurn(manifestPath, manifest);
     return await environment;
   });
@@ -312,6 +325,20 @@ async function writeResolvedExperiment(
     } catch { /* a --set-only run may have no file on disk */ }
   }
   return hashes;
+}
+
+/**
+ * Writes the plan the run executes, redacted like every results file, as `plan.json`: its
+ * run-folder paths relative (`RUN_FOLDER`), so rerun, goldens and reports read it wherever the
+ * run folder is.
+ */
+async function writePlan(
+  runDir: string,
+  plan: ResolvedPlan,
+  warnings: ResolvedPlan["warnings"],
+): Promise<void> {
+  const text = JSON.stringify(redactedPlan({ ...plan, warnings }), null, 2);
+  await writeTextAtomic(join(runDir, PLAN_FILE), `${text}\n`);
 }
 
 /**

@@ -17,9 +17,9 @@ import { interruption } from "../process/mod.ts";
 import { codeInputDir } from "../pipeline/environment.ts";
 import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
-import { experimentFolderName } from "../pipeline/run_store.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { UsageError } from "../types/harness_error.ts";
+import type { ResolvedPlan } from "../types/phase_spec.ts";
 import type { RunSummary, Verdict } from "../types/summary.ts";
 import { git, gitOk } from "./git.ts";
 
@@ -103,12 +103,11 @@ async function realOrSelf(path: string): Promise<string> {
 }
 
 /** Throws unless the repository is (or contains, or is inside) a code input of the experiment. */
-async function assertCodeInput(options: BisectOptions, top: string): Promise<void> {
-  const plan = resolvePlan(options.experiment, {
-    runDir: join(options.resultsDir, experimentFolderName(options.experiment.name), "_bisect"),
-    baseDir: options.baseDir,
-    harnessEnv: options.harnessEnv,
-  });
+async function assertCodeInput(
+  options: BisectOptions,
+  plan: ResolvedPlan,
+  top: string,
+): Promise<void> {
   const inputs = [...new Set(plan.phases.flatMap((p) => p.codeInputs))];
   for (const input of inputs) {
     const dir = codeInputDir(input, options.baseDir, options.harnessEnv);
@@ -125,11 +124,12 @@ async function assertCodeInput(options: BisectOptions, top: string): Promise<voi
 
 async function startChecks(
   options: BisectOptions,
+  plan: ResolvedPlan,
 ): Promise<{ top: string; good: string; bad: string }> {
   const topOut = await git(options.repo, ["rev-parse", "--show-toplevel"]);
   if (topOut.code !== 0) throw new BisectUsageError(`${options.repo}: not a git repository`);
   const top = await realOrSelf(topOut.stdout);
-  await assertCodeInput(options, top);
+  await assertCodeInput(options, plan, top);
   const status = await gitOk(top, ["status", "--porcelain", "--untracked-files=no"]);
   if (status !== "") {
     throw new BisectUsageError(`${top} has uncommitted changes; commit or stash them first`);
@@ -147,13 +147,19 @@ async function startChecks(
 
 /** Runs the bisection; the repository is left on the branch or commit it was on. */
 export async function bisect(options: BisectOptions): Promise<BisectResult> {
-  const { top, good, bad } = await startChecks(options);
+  // Resolved once: every tested commit runs this plan (a commit changes the code inputs' digests,
+  // and so the cache keys, never the plan).
+  const plan = resolvePlan(options.experiment, {
+    baseDir: options.baseDir,
+    harnessEnv: options.harnessEnv,
+  });
+  const { top, good, bad } = await startChecks(options, plan);
   const steps: BisectStep[] = [];
   const test = async (): Promise<BisectStep> => {
     const commit = await gitOk(top, ["rev-parse", "HEAD"]);
     const subject = await gitOk(top, ["log", "-1", "--format=%s", commit]);
     options.progress.note(`bisect: testing ${commit.slice(0, 12)} ${subject}`);
-    const { runDir, summary } = await runExperiment(options.experiment, {
+    const { runDir, summary } = await runExperiment({ plan, experiment: options.experiment }, {
       resultsDir: options.resultsDir,
       baseDir: options.baseDir,
       experimentFile: options.experimentFile,

@@ -6,7 +6,6 @@
  * @module
  */
 
-import { resolvePlan } from "../experiment/mod.ts";
 import { hasErrors, readMetrics } from "../metrics/mod.ts";
 import { environmentKey } from "../pipeline/environment.ts";
 import {
@@ -16,7 +15,7 @@ import {
   goldenText,
   writeGolden,
 } from "../pipeline/golden.ts";
-import { readStoredRun, StoredRunError } from "./stored_run.ts";
+import { readStoredPlan, readStoredRun, StoredRunError } from "./stored_run.ts";
 
 /** What was saved. */
 export interface SavedGolden {
@@ -48,11 +47,7 @@ export async function saveGolden(
   if (baseline?.status !== "ok") {
     throw new StoredRunError(`${stored.runDir}: the baseline did not complete; nothing to save`);
   }
-  const plan = resolvePlan(stored.experiment, {
-    runDir: stored.runDir,
-    baseDir: stored.baseDir,
-    harnessEnv: options.harnessEnv,
-  });
+  const plan = await readStoredPlan(stored, options.harnessEnv);
   const spec = plan.phases.find((p) => p.name === baseline.name)!;
   const series = await readMetrics(spec.metrics!.path, { ...spec.metrics });
   if (hasErrors(series) || series.steps.length === 0) {

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type Experiment, trainerPreset } from "../experiment/mod.ts";
+import { type Experiment, resolvePlan, trainerPreset } from "../experiment/mod.ts";
 import { interruption } from "../process/mod.ts";
 import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
@@ -263,7 +263,12 @@ export async function bisectPackage(options: PackageBisectRun): Promise<PackageB
         args: { ...(trainer.args ?? {}), [releases.releaseArg]: version },
       },
     };
-    const { runDir, summary } = await runExperiment(experiment, {
+    // Each release is its own experiment (its release argument), resolved once for its run.
+    const plan = resolvePlan(experiment, {
+      baseDir: options.baseDir,
+      harnessEnv: options.harnessEnv,
+    });
+    const { runDir, summary } = await runExperiment({ plan, experiment }, {
       resultsDir: options.resultsDir,
       baseDir: options.baseDir,
       experimentFile: options.experimentFile,

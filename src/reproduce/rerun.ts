@@ -16,12 +16,12 @@ import type { Manifest } from "../pipeline/manifest.ts";
 import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
 import { writeJsonAtomic } from "../pipeline/run_store.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import { type PhaseSpec, placePlan } from "../types/phase_spec.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import type { RunSummary } from "../types/summary.ts";
 import { diffManifests, type EnvironmentDifference } from "./manifest_diff.ts";
 import { diffSeries, type SeriesDifference } from "./metrics_diff.ts";
-import { readStoredRun } from "./stored_run.ts";
+import { readStoredPlan, readStoredRun } from "./stored_run.ts";
 
 /** Verdict of a rerun. */
 export type RerunVerdict = "REPRODUCED" | "DRIFTED" | "ERROR";
@@ -82,7 +82,7 @@ function statusOf(summary: RunSummary | undefined, phase: string): string | unde
 
 async function comparePhase(
   spec: PhaseSpec,
-  stored: { runDir: string; summary?: RunSummary },
+  stored: { runDir: string; summary?: RunSummary; phases: readonly PhaseSpec[] },
   rerun: { runDir: string; summary: RunSummary },
 ): Promise<PhaseReproduction> {
   const phase = spec.name;
@@ -95,8 +95,9 @@ async function comparePhase(
     return { phase, outcome: "rerun-failed", note: `${status}${message ? `: ${message}` : ""}` };
   }
   const metrics = spec.metrics!;
-  // The plan was compiled for the new folder; the stored metrics sit at the same place in the old.
-  const storedPath = metrics.path.replace(rerun.runDir, stored.runDir);
+  // Where the stored run's plan read this phase's metrics (a phase it lacked: the same place).
+  const storedPath = stored.phases.find((p) => p.name === phase)?.metrics?.path ??
+    metrics.path.replace(rerun.runDir, stored.runDir);
   const [a, b] = await Promise.all([
     readMetrics(storedPath, { ...metrics }),
     readMetrics(metrics.path, { ...metrics }),
@@ -108,7 +109,17 @@ async function comparePhase(
 /** Replays a run folder and judges whether it reproduced. */
 export async function rerunRun(path: string, options: RerunOptions): Promise<RerunResult> {
   const stored = await readStoredRun(path);
-  const { runDir, summary } = await runExperiment(stored.experiment, {
+  // The rerun is a new run: the stored experiment resolved once, in this environment (its
+  // `${env.NAME}` and code inputs), as `parity run` resolves a file; plan.json is written redacted.
+  const resolved = resolvePlan(stored.experiment, {
+    baseDir: stored.baseDir,
+    harnessEnv: options.harnessEnv,
+  });
+  const storedPlan = await readStoredPlan(stored, options.harnessEnv);
+  const { runDir, summary } = await runExperiment({
+    plan: resolved,
+    experiment: stored.experiment,
+  }, {
     resultsDir: stored.resultsDir,
     baseDir: stored.baseDir,
     experimentFile: stored.manifest.experiment_file,
@@ -121,15 +132,13 @@ export async function rerunRun(path: string, options: RerunOptions): Promise<Rer
     goldensDir: options.goldensDir,
   });
   const manifest: Manifest = JSON.parse(await Deno.readTextFile(join(runDir, "manifest.json")));
-  const plan = resolvePlan(stored.experiment, {
-    runDir,
-    baseDir: stored.baseDir,
-    harnessEnv: options.harnessEnv,
-  });
+  const plan = placePlan(resolved, runDir);
   const phases: PhaseReproduction[] = [];
   for (const spec of plan.phases) {
     if (!spec.metrics) continue;
-    phases.push(await comparePhase(spec, stored, { runDir, summary }));
+    phases.push(
+      await comparePhase(spec, { ...stored, phases: storedPlan.phases }, { runDir, summary }),
+    );
   }
   const environment = diffManifests(
     { manifest: stored.manifest, runDir: stored.runDir },

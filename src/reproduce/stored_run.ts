@@ -1,7 +1,8 @@
 /**
  * A finished run folder read back as what is needed to replay it: the experiment from
- * `experiment.resolved.yaml`, the manifest (base folder, environment facts) and the summary.
- * Nothing else is consulted, so a run folder copied to another machine can be replayed there.
+ * `experiment.resolved.yaml`, the manifest (base folder, environment facts), the summary and
+ * the plan the run executed (`plan.json`). Nothing else is consulted, so a run folder copied to
+ * another machine can be replayed there.
  *
  * @module
  */
@@ -11,8 +12,10 @@ import {
   type Experiment,
   formatValidationErrors,
   loadExperimentText,
+  resolvePlan,
   validateExperiment,
 } from "../experiment/mod.ts";
+import { placePlan, PLAN_FILE, type ResolvedPlan } from "../types/phase_spec.ts";
 import type { Manifest } from "../pipeline/manifest.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { readSummary } from "../types/read_summary.ts";
@@ -84,4 +87,36 @@ export async function readStoredRun(path: string): Promise<StoredRun> {
     summary,
     baseDir,
   };
+}
+
+/**
+ * The plan a stored run executed, placed in its run folder: its `plan.json`, or for a run folder
+ * from before plan.json (an older harness) the stored experiment resolved once, as it ran then.
+ */
+export async function readStoredPlan(
+  stored: Pick<StoredRun, "runDir" | "experiment" | "baseDir">,
+  harnessEnv: Record<string, string>,
+): Promise<ResolvedPlan> {
+  const path = join(stored.runDir, PLAN_FILE);
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    return resolvePlan(stored.experiment, {
+      runDir: stored.runDir,
+      baseDir: stored.baseDir,
+      harnessEnv,
+    });
+  }
+  let plan: ResolvedPlan;
+  try {
+    plan = JSON.parse(text);
+  } catch {
+    throw new StoredRunError(`${path}: not readable JSON`);
+  }
+  if (typeof plan?.runDir !== "string" || !Array.isArray(plan.phases)) {
+    throw new StoredRunError(`${path}: not a resolved plan (runDir and phases expected)`);
+  }
+  return placePlan(plan, stored.runDir);
 }

@@ -44,3 +44,15 @@ export const CHART_DEFAULTS = Object.freeze({ log_scale: false, max_points: 2000
 
 /** The metric every default comparison judges. */
 export const DEFAULT_METRIC = "loss";
+
+/** Seconds before a phase's process group is stopped (`timeout:` of a program, a preset's tools). */
+export const DEFAULT_PHASE_TIMEOUT_S = 3600;
+
+/** Bytes per element of the plan's transfer sizes (`plan_sync.element_size`: fp32). */
+export const DEFAULT_ELEMENT_SIZE = 4;
+
+/** How a trainer's metrics are read when neither `metrics.format` nor its preset says. */
+export const DEFAULT_METRICS_FORMAT = "jsonl" as const;
+
+/** Where goldens are filed and looked up (`--goldens`), relative to the working folder. */
+export const DEFAULT_GOLDENS_DIR = "experiments/goldens";

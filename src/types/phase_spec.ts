@@ -230,11 +230,14 @@ export interface DevicePoolSpec {
   ids: number[];
 }
 
-/** An experiment compiled for one run folder. */
+/**
+ * An experiment compiled once. As resolved (and as written to the run folder's {@link PLAN_FILE})
+ * every run-folder path starts with {@link RUN_FOLDER}; {@link placePlan} puts it in one folder.
+ */
 export interface ResolvedPlan {
   /** Experiment name (with matrix suffix). */
   experiment: string;
-  /** The run folder every path lives in. */
+  /** The run folder every path lives in ({@link RUN_FOLDER} until the plan is placed). */
   runDir: string;
   /** Seed of every training phase. */
   seed: number;
@@ -264,4 +267,33 @@ export interface ResolvedPlan {
  */
 export function savesCheckpoint(spec: { paths: { checkpointTag?: string } }): boolean {
   return spec.paths.checkpointTag !== undefined;
+}
+
+/** The resolved plan's file in a run folder (its run-folder paths under {@link RUN_FOLDER}). */
+export const PLAN_FILE = "plan.json";
+
+/**
+ * What every run-folder path of a plan not yet placed starts with: the run folder itself, as a
+ * token. It is absolute, so path joins and `resolve()` against the experiment's folder keep it
+ * whole, and no real path or argument contains it.
+ */
+export const RUN_FOLDER = "/<run>";
+
+/**
+ * The plan with its run folder at `runDir`: {@link RUN_FOLDER} replaced in every string (paths,
+ * argv, env, the cache's view). The one place a plan's paths meet a run folder.
+ */
+export function placePlan(plan: ResolvedPlan, runDir: string): ResolvedPlan {
+  return placeValue(plan, plan.runDir, runDir) as ResolvedPlan;
+}
+
+function placeValue(value: unknown, from: string, to: string): unknown {
+  if (typeof value === "string") return value.replaceAll(from, to);
+  if (Array.isArray(value)) return value.map((v) => placeValue(v, from, to));
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, placeValue(v, from, to)]),
+    );
+  }
+  return value;
 }
