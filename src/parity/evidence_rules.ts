@@ -147,6 +147,19 @@ export function capByInputErrors(
   );
 }
 
+/**
+ * A comparison of a metric one side lacks entirely (`parity compare`) is ERROR, whatever its lane
+ * said: a usage or source problem, not a divergence. The reason names the side.
+ */
+export function metricAbsent(
+  comparison: ComparisonSummary,
+  side: "a" | "b",
+  metric: string,
+): ComparisonSummary {
+  const reason = `${side} has no ${metric}. ${comparison.reason ?? ""}`.trim();
+  return { ...comparison, verdict: "ERROR", reason };
+}
+
 /** The notes and codes of the input errors that concern this comparison's two phases. */
 function inputErrorNotes(
   comparison: Pick<ComparisonSummary, "a" | "b">,
