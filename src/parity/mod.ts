@@ -137,3 +137,11 @@ export {
   type GoldenHeader,
   judgeAgainstGolden,
 } from "./golden_rules.ts";
+export {
+  bisectExitCode,
+  type BisectOutcome,
+  judgeRerun,
+  type ReproductionOutcome,
+  RERUN_EXIT_CODES,
+  type RerunVerdict,
+} from "./reproduce_rules.ts";

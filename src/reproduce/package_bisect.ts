@@ -14,9 +14,9 @@ import { type Experiment, trainerPreset } from "../experiment/mod.ts";
 import { interruption } from "../process/mod.ts";
 import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
 import { UsageError } from "../types/harness_error.ts";
 import type { RunSummary, Verdict } from "../types/summary.ts";
+import { bisectExitCode, type BisectOutcome } from "../parity/mod.ts";
 
 /** A package bisect that cannot start (no such package for the preset, unknown release): exit 2. */
 export class PackageBisectUsageError extends UsageError {}
@@ -43,7 +43,7 @@ export interface ReleaseStep {
 /** How the package bisection ended. */
 export interface PackageBisectResult {
   /** `found`: the first bad release is named; `ambiguous`: an endpoint does not hold. */
-  outcome: "found" | "ambiguous" | "interrupted";
+  outcome: BisectOutcome;
   /** The first release found bad (the bad endpoint when none between is). */
   firstBad?: ReleaseStep;
   /** The last release found good (the good endpoint when none between is). */
@@ -158,12 +158,18 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
       lastGood: line[lo],
       cannotRun: anchor.mark === "ERROR" ? [line[lo]] : [],
       steps,
-      exit_code: EXIT_CODES.ERROR,
+      exit_code: bisectExitCode("ambiguous"),
     };
   }
   while (true) {
     if (interruption()) {
-      return { outcome: "interrupted", lastGood: line[lo], cannotRun: [], steps, exit_code: 3 };
+      return {
+        outcome: "interrupted",
+        lastGood: line[lo],
+        cannotRun: [],
+        steps,
+        exit_code: bisectExitCode("interrupted"),
+      };
     }
     const open = [...Array(hi - lo - 1).keys()].map((k) => lo + 1 + k).filter((i) =>
       !cannot.has(i)
@@ -188,7 +194,7 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
       lastGood: line[lo],
       cannotRun: [...between, line[hi]],
       steps,
-      exit_code: EXIT_CODES.ERROR,
+      exit_code: bisectExitCode("ambiguous"),
     };
   }
   // A release that cannot run is never bad: the first bad release is the first that runs and
@@ -199,7 +205,7 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
     lastGood: line[lo],
     cannotRun: between,
     steps,
-    exit_code: EXIT_CODES.PASS,
+    exit_code: bisectExitCode("found"),
   };
 }
 
