@@ -142,10 +142,7 @@ export const VERDICT_RULES: readonly VerdictRule[] = [
       e.phases.some((p) => p.status === "failed" || p.status === "timeout") ? ["ERROR"] : [],
   },
   { source: "interruption", verdicts: (e) => e.interrupted ? ["ERROR"] : [] },
-  {
-    source: "plan verification",
-    verdicts: (e) => e.planSync.some((p) => !p.verified) ? ["FAIL"] : [],
-  },
+  { source: "plan verification", verdicts: (e) => e.planSync.map((p) => planVerdict(p.verified)) },
   { source: "reports", verdicts: (e) => e.reportFailures.length > 0 ? ["ERROR"] : [] },
 ];
 
@@ -155,6 +152,14 @@ export const VERDICT_RULES: readonly VerdictRule[] = [
  */
 export function metricsVerdict(metrics: Omit<MetricsEvidence, "noise_floor">): Verdict {
   return worstVerdict(METRICS_RULES.flatMap((rule) => rule.verdicts(metrics)));
+}
+
+/**
+ * A replica plan's verdict: PASS when the verifier proved it, FAIL when it rejected it (a run's
+ * `plan_sync[]`, and `parity verify-plan` on its own).
+ */
+export function planVerdict(verified: boolean): Verdict {
+  return verified ? "PASS" : "FAIL";
 }
 
 /**

@@ -62,6 +62,7 @@ export {
   judgeVerdicts,
   type MetricsEvidence,
   metricsVerdict,
+  planVerdict,
   type RunEvidence,
   VERDICT_RULES,
   type VerdictExit,
