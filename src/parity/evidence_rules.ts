@@ -8,8 +8,9 @@
  * @module
  */
 
-import { type ComparisonSummary, type Verdict, worstVerdict } from "../types/summary.ts";
+import type { ComparisonSummary, Verdict } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
+import { worstVerdict } from "./worst_verdict.ts";
 import type { LaneResult } from "./lanes.ts";
 
 /** Codes of the lane's own evidence situations (the diagnostic codes live in `codes.ts`). */

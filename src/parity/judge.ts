@@ -23,10 +23,10 @@ import {
   type PlanSyncSummary,
   type StateCheckSummary,
   type Verdict,
-  worstVerdict,
 } from "../types/summary.ts";
 import { diagnosticVerdict } from "./codes.ts";
 import { capByInputErrors, type InputErrors } from "./evidence_rules.ts";
+import { worstVerdict } from "./worst_verdict.ts";
 import { findRootCauses, type ResumeKinds } from "./root_cause.ts";
 
 /** Stable codes of the diagnostics the judge itself adds. */
