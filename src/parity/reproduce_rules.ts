@@ -8,6 +8,7 @@
  */
 
 import { EXIT_CODES } from "../types/exit_codes.ts";
+import type { PhaseSummary, Verdict } from "../types/summary.ts";
 
 /** Verdict of a rerun. */
 export type RerunVerdict = "REPRODUCED" | "DRIFTED" | "ERROR";
@@ -50,4 +51,41 @@ export type BisectOutcome = "found" | "ambiguous" | "interrupted";
 /** Exit code of a bisection: 0 when the first bad one was named, 3 ambiguous or interrupted. */
 export function bisectExitCode(outcome: BisectOutcome): number {
   return outcome === "found" ? EXIT_CODES.PASS : EXIT_CODES.ERROR;
+}
+
+/** A tested release: good (PASS), bad (FAIL) or ERROR (it cannot run the experiment). */
+export type ReleaseMark = "good" | "bad" | "ERROR";
+
+/**
+ * Why a release cannot run the experiment, or undefined when it can: a phase crashed or timed
+ * out (an import error, a crash at load; even where a save check already FAILs the run), or the
+ * run is ERROR or ABSTAIN.
+ */
+export function releaseCannotRun(
+  run: { verdict: Verdict; phases: readonly PhaseSummary[] },
+): string | undefined {
+  const failed = run.phases.filter((p) => p.status === "failed" || p.status === "timeout");
+  return failed.length > 0
+    ? `${failed.map((p) => `${p.name} ${p.status}`).join(", ")} (run ${run.verdict})`
+    : run.verdict === "ERROR" || run.verdict === "ABSTAIN"
+    ? `the run is ${run.verdict}`
+    : undefined;
+}
+
+/**
+ * A tested release's mark and why it is ERROR: one that cannot run is ERROR whatever its verdict;
+ * otherwise PASS is good, FAIL bad and anything else ERROR.
+ */
+export function releaseMark(
+  out: { verdict: Verdict; cannotRun?: string },
+): { mark: ReleaseMark; reason?: string } {
+  const mark: ReleaseMark = out.cannotRun !== undefined
+    ? "ERROR"
+    : out.verdict === "PASS"
+    ? "good"
+    : out.verdict === "FAIL"
+    ? "bad"
+    : "ERROR";
+  const reason = out.cannotRun ?? (mark === "ERROR" ? `the run is ${out.verdict}` : undefined);
+  return { mark, ...(reason !== undefined ? { reason } : {}) };
 }

@@ -16,13 +16,19 @@ import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
 import { UsageError } from "../types/harness_error.ts";
 import type { RunSummary, Verdict } from "../types/summary.ts";
-import { bisectExitCode, type BisectOutcome } from "../parity/mod.ts";
+import {
+  bisectExitCode,
+  type BisectOutcome,
+  releaseCannotRun,
+  type ReleaseMark,
+  releaseMark,
+} from "../parity/mod.ts";
 
 /** A package bisect that cannot start (no such package for the preset, unknown release): exit 2. */
 export class PackageBisectUsageError extends UsageError {}
 
-/** How a tested release is marked: PASS good, FAIL bad, anything else cannot run (ERROR). */
-export type ReleaseMark = "good" | "bad" | "ERROR";
+/** How a tested release is marked (parity's `releaseMark`). */
+export type { ReleaseMark };
 
 /** One tested release. */
 export interface ReleaseStep {
@@ -130,14 +136,7 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
     const version = line[i];
     options.note(`bisect: testing ${options.package} ${version}`);
     const out = await options.run(version);
-    const mark: ReleaseMark = out.cannotRun !== undefined
-      ? "ERROR"
-      : out.verdict === "PASS"
-      ? "good"
-      : out.verdict === "FAIL"
-      ? "bad"
-      : "ERROR";
-    const reason = out.cannotRun ?? (mark === "ERROR" ? `the run is ${out.verdict}` : undefined);
+    const { mark, reason } = releaseMark(out);
     const step: ReleaseStep = {
       version,
       verdict: out.verdict,
@@ -280,14 +279,7 @@ export async function bisectPackage(options: PackageBisectRun): Promise<PackageB
       harnessEnv: options.harnessEnv,
       goldensDir: options.goldensDir,
     });
-    // A phase that crashed (an import error, a crash at load) means the release cannot run the
-    // experiment, even where a save check already FAILs the run.
-    const failed = summary.phases.filter((p) => p.status === "failed" || p.status === "timeout");
-    const cannotRun = failed.length > 0
-      ? `${failed.map((p) => `${p.name} ${p.status}`).join(", ")} (run ${summary.verdict})`
-      : summary.verdict === "ERROR" || summary.verdict === "ABSTAIN"
-      ? `the run is ${summary.verdict}`
-      : undefined;
+    const cannotRun = releaseCannotRun(summary);
     return { verdict: summary.verdict, runDir, summary, ...(cannotRun ? { cannotRun } : {}) };
   };
   return await bisectReleases({
