@@ -10,7 +10,6 @@ import { Command, Option } from "commander";
 import type { MetricsFormat } from "../metrics/mod.ts";
 import { DEFAULT_METRIC, DEFAULT_METRICS_FORMAT, TOLERANCE_DEFAULTS } from "../experiment/mod.ts";
 import { compareMetricsFiles, formatCompareTable } from "../parity/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
 import { examples, numberArgument, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity compare`, as commander parses them. */
@@ -118,7 +117,7 @@ export const compareCommand: Subcommand = (exit): Command =>
       console.log(
         options.json ? JSON.stringify(result, null, 2) : formatCompareTable(result, a, b),
       );
-      exit(EXIT_CODES[result.verdict]);
+      exit(result.exit_code);
     });
 
 /**

@@ -21,7 +21,7 @@ import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { checkResultsFolder } from "../pipeline/results_folder.ts";
 import { runExperiment, type RunResult, shownPath } from "../pipeline/runner.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
-import { worstVerdict } from "../types/summary.ts";
+import { judgeVerdicts } from "../parity/mod.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { imageBaseUrlProblem, writeSuiteIndex } from "../report/mod.ts";
 import { collect, examples, printError, type Subcommand, usageError } from "./_subcommand.ts";
@@ -264,5 +264,6 @@ async function runLoaded(
     const shown = { resultsDir: resolve(options.results), resultsShown: options.results };
     console.log(`suite index: ${shownPath(shown, index)}`);
   }
-  return EXIT_CODES[worstVerdict(results.map((r) => r.summary.verdict))];
+  // A suite exits with its worst verdict's code, by the judge's one mapping.
+  return judgeVerdicts(results.map((r) => r.summary.verdict)).exit_code;
 }

@@ -8,6 +8,7 @@
 
 import { Command } from "commander";
 import { formatVerdict, verifyPlan } from "../affine/mod.ts";
+import { judgeVerdicts, planVerdict } from "../parity/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { HarnessError } from "../types/harness_error.ts";
 import { examples, type Subcommand } from "./_subcommand.ts";
@@ -39,5 +40,5 @@ export const verifyPlanCommand: Subcommand = (exit): Command =>
       const verdict = verifyPlan(raw, { execute: options.execute ?? false });
       if (options.json) console.log(JSON.stringify({ path, ...verdict }, null, 2));
       else for (const line of formatVerdict(path, verdict)) console.log(line);
-      exit(verdict.ok ? EXIT_CODES.PASS : EXIT_CODES.FAIL);
+      exit(judgeVerdicts([planVerdict(verdict.ok)]).exit_code);
     });

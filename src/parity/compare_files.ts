@@ -11,8 +11,11 @@ import {
   readMetrics,
   type ReadOptions,
 } from "../metrics/mod.ts";
-import { type ComparisonSummary, type Diagnostic, worstVerdict } from "../types/summary.ts";
+import type { ExitCode } from "../types/exit_codes.ts";
+import type { ComparisonSummary, Diagnostic } from "../types/summary.ts";
 import { judgeSeries } from "./evaluate.ts";
+import { metricAbsent } from "./evidence_rules.ts";
+import { judgeVerdicts } from "./judge.ts";
 import { unionWindow } from "./lanes.ts";
 
 /** Which metrics files to compare, and how ({@linkcode compareMetricsFiles}). */
@@ -51,6 +54,8 @@ export interface CompareFilesOptions {
 export interface CompareResult {
   /** Worst verdict. */
   verdict: ComparisonSummary["verdict"];
+  /** The exit code of that verdict (the judge's mapping). */
+  exit_code: ExitCode;
   /** One entry per lane. */
   comparisons: ComparisonSummary[];
   /** Reader diagnostics of both files (phase `a` / `b`) and rounding findings. */
@@ -119,16 +124,16 @@ export async function compareMetricsFiles(args: CompareFilesOptions): Promise<Co
       },
     )
   );
-  for (const c of comparisons) {
-    if (a.values[args.metric] === undefined || b.values[args.metric] === undefined) {
-      // A metric one file lacks entirely is a usage or source problem, not a divergence.
-      c.verdict = "ERROR";
-      c.reason = `${a.values[args.metric] === undefined ? "a" : "b"} has no ${args.metric}. ${
-        c.reason ?? ""
-      }`.trim();
-    }
-  }
-  return { verdict: worstVerdict(comparisons.map((c) => c.verdict)), comparisons, diagnostics };
+  const absent = a.values[args.metric] === undefined
+    ? "a"
+    : b.values[args.metric] === undefined
+    ? "b"
+    : undefined;
+  const judged = absent === undefined
+    ? comparisons
+    : comparisons.map((c) => metricAbsent(c, absent, args.metric));
+  const { verdict, exit_code } = judgeVerdicts(judged.map((c) => c.verdict));
+  return { verdict, exit_code, comparisons: judged, diagnostics };
 }
 
 /** Fixed-width table of lane results. */

@@ -8,8 +8,9 @@
  * @module
  */
 
-import { type ComparisonSummary, type Verdict, worstVerdict } from "../types/summary.ts";
+import type { ComparisonSummary, Verdict } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
+import { worstVerdict } from "./worst_verdict.ts";
 import type { LaneResult } from "./lanes.ts";
 
 /** Codes of the lane's own evidence situations (the diagnostic codes live in `codes.ts`). */
@@ -145,6 +146,19 @@ export function capByInputErrors(
     notes,
     codes,
   );
+}
+
+/**
+ * A comparison of a metric one side lacks entirely (`parity compare`) is ERROR, whatever its lane
+ * said: a usage or source problem, not a divergence. The reason names the side.
+ */
+export function metricAbsent(
+  comparison: ComparisonSummary,
+  side: "a" | "b",
+  metric: string,
+): ComparisonSummary {
+  const reason = `${side} has no ${metric}. ${comparison.reason ?? ""}`.trim();
+  return { ...comparison, verdict: "ERROR", reason };
 }
 
 /** The notes and codes of the input errors that concern this comparison's two phases. */

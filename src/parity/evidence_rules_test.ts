@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { withTempDir } from "../../test/_testing/metrics_fixtures.ts";
-import { scheduleDiagnostics } from "../pipeline/schedule_bounds.ts";
+import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { DRIFT_DEFAULTS, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
 import type { PhaseSpec } from "../types/phase_spec.ts";
 import type { Lane } from "../types/judge_settings.ts";
 import type { ComparisonSummary, Diagnostic } from "../types/summary.ts";
 import { evaluateRun } from "./evaluate.ts";
-import { judgeRun } from "./judge.ts";
+import { judge as judgeRun } from "./judge.ts";
 import type { PhaseEvidence } from "./types.ts";
 
 const STEPS = 24;
@@ -165,7 +165,7 @@ async function judge(situation: Situation, lane: Lane) {
       }],
       phases,
     });
-    // The pipeline's own producer of the schedule-bound diagnostics.
+    // The producer of the schedule-bound diagnostics.
     const specs = [
       { name: "baseline", role: "baseline", stopAt: STEPS },
       { name: "resume", role: "resume", stopAt: STEPS },

@@ -2,13 +2,16 @@
  * The judge: the one place a run's verdict and findings are decided. Every source of evidence
  * (the metric comparisons, state checks and engine diagnostics of {@link evaluateRun}, schedule
  * bounds, goldens, plan verification and execution, phase failures, interruption and whether the
- * reports were written) enters as typed {@link RunEvidence}; {@link judgeRun} folds each source by
- * its own rule of {@link VERDICT_RULES} (FAIL > ERROR > ABSTAIN > PASS) and reads the root causes.
- * The pipeline gathers the evidence and publishes the {@link Judgement}; it decides nothing.
+ * reports were written) enters as typed {@link RunEvidence} (`assembleEvidence` builds it from
+ * what the pipeline observed); {@link judge} folds each source by its own rule of
+ * {@link VERDICT_RULES} (FAIL > ERROR > ABSTAIN > PASS), reads the root causes and maps the verdict
+ * to the exit code ({@link judgeVerdicts}, also used by a suite and by `parity compare`). The
+ * pipeline runs the phases and publishes the {@link Judgement}; it decides nothing.
  *
  * @module
  */
 
+import { EXIT_CODES, type ExitCode } from "../types/exit_codes.ts";
 import {
   type ComparisonSummary,
   type Diagnostic,
@@ -20,10 +23,10 @@ import {
   type PlanSyncSummary,
   type StateCheckSummary,
   type Verdict,
-  worstVerdict,
 } from "../types/summary.ts";
 import { diagnosticVerdict } from "./codes.ts";
 import { capByInputErrors, type InputErrors } from "./evidence_rules.ts";
+import { worstVerdict } from "./worst_verdict.ts";
 import { findRootCauses, type ResumeKinds } from "./root_cause.ts";
 
 /** Stable codes of the diagnostics the judge itself adds. */
@@ -82,10 +85,16 @@ export interface RunEvidence {
   reportFailures: string[];
 }
 
-/** The judge's answer: the verdict and every judged record of summary.json. */
-export interface Judgement {
+/** A verdict and the exit code it maps to (README, "Exit codes"). */
+export interface VerdictExit {
   /** Worst verdict over every source. */
   verdict: Verdict;
+  /** The process exit code of that verdict. */
+  exit_code: ExitCode;
+}
+
+/** The judge's answer: the verdict, its exit code and every judged record of summary.json. */
+export interface Judgement extends VerdictExit {
   /** The engine's comparisons, then the golden's. */
   comparisons: ComparisonSummary[];
   /** Restored-state checks. */
@@ -133,23 +142,40 @@ export const VERDICT_RULES: readonly VerdictRule[] = [
       e.phases.some((p) => p.status === "failed" || p.status === "timeout") ? ["ERROR"] : [],
   },
   { source: "interruption", verdicts: (e) => e.interrupted ? ["ERROR"] : [] },
-  {
-    source: "plan verification",
-    verdicts: (e) => e.planSync.some((p) => !p.verified) ? ["FAIL"] : [],
-  },
+  { source: "plan verification", verdicts: (e) => e.planSync.map((p) => planVerdict(p.verified)) },
   { source: "reports", verdicts: (e) => e.reportFailures.length > 0 ? ["ERROR"] : [] },
 ];
 
 /**
  * The verdict of the metrics engine's part alone (comparisons, state checks, diagnostics): what
- * {@link evaluateRun} reports, by the very rules {@link judgeRun} applies to that part.
+ * {@link evaluateRun} reports, by the very rules {@link judge} applies to that part.
  */
 export function metricsVerdict(metrics: Omit<MetricsEvidence, "noise_floor">): Verdict {
   return worstVerdict(METRICS_RULES.flatMap((rule) => rule.verdicts(metrics)));
 }
 
-/** Judges one run: the verdict, the records of summary.json and the root-cause card. */
-export function judgeRun(run: RunEvidence): Judgement {
+/**
+ * A replica plan's verdict: PASS when the verifier proved it, FAIL when it rejected it (a run's
+ * `plan_sync[]`, and `parity verify-plan` on its own).
+ */
+export function planVerdict(verified: boolean): Verdict {
+  return verified ? "PASS" : "FAIL";
+}
+
+/**
+ * The worst of several verdicts and its exit code: the one place a verdict becomes an exit code
+ * (a run's, a suite's over its runs' verdicts, `parity compare`'s over its comparisons').
+ */
+export function judgeVerdicts(verdicts: Iterable<Verdict>): VerdictExit {
+  const verdict = worstVerdict(verdicts);
+  return { verdict, exit_code: EXIT_CODES[verdict] };
+}
+
+/**
+ * Judges one run: the verdict, its exit code, the records of summary.json and the root-cause
+ * card. The run's evidence may be judged again once publishing adds a report failure.
+ */
+export function judge(run: RunEvidence): Judgement {
   // Steps outside the schedule are known only after the engine: they cap its comparisons here.
   const bounds = inputErrors(run.scheduleBounds);
   const evidence: RunEvidence = {
@@ -159,7 +185,9 @@ export function judgeRun(run: RunEvidence): Judgement {
       comparisons: run.metrics.comparisons.map((c) => capByInputErrors(c, bounds)),
     },
   };
-  const verdict = worstVerdict(VERDICT_RULES.flatMap((rule) => rule.verdicts(evidence)));
+  const { verdict, exit_code } = judgeVerdicts(
+    VERDICT_RULES.flatMap((rule) => rule.verdicts(evidence)),
+  );
   const comparisons = [...evidence.metrics.comparisons, ...(evidence.golden?.comparisons ?? [])];
   const diagnostics = [
     ...evidence.warnings,
@@ -193,6 +221,7 @@ export function judgeRun(run: RunEvidence): Judgement {
   }
   return {
     verdict,
+    exit_code,
     comparisons,
     state_checks: evidence.metrics.state_checks,
     plan_sync: evidence.planSync,
@@ -200,6 +229,15 @@ export function judgeRun(run: RunEvidence): Judgement {
     diagnostics,
     findings,
   };
+}
+
+/**
+ * Adds a report (or history) failure to a run's evidence and judges it again: a run without its
+ * reports is never PASS. Returns the new judgement.
+ */
+export function judgeReportFailure(run: RunEvidence, reason: string): Judgement {
+  run.reportFailures.push(reason);
+  return judge(run);
 }
 
 /** The `error`-level diagnostics of each phase, codes once each. */

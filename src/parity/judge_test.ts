@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { ComparisonSummary, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
-import { JUDGE_CODES, judgeRun, metricsVerdict, type RunEvidence } from "./judge.ts";
+import { judge, JUDGE_CODES, metricsVerdict, type RunEvidence } from "./judge.ts";
 
 function phase(name: string, status: PhaseSummary["status"] = "ok"): PhaseSummary {
   return { name, role: "baseline", status, cached: false, wall_s: 1, exit_code: 0 };
@@ -45,30 +45,30 @@ function evidence(extra: Partial<RunEvidence> = {}): RunEvidence {
   };
 }
 
-Deno.test("judgeRun() passes clean evidence and leaves warnings out of the verdict", () => {
+Deno.test("judge() passes clean evidence and leaves warnings out of the verdict", () => {
   const warning = { level: "warning" as const, code: "no-marker", message: "m" };
-  const j = judgeRun(evidence({ warnings: [warning] }));
+  const j = judge(evidence({ warnings: [warning] }));
   assert.equal(j.verdict, "PASS");
   assert.deepEqual(j.findings, []);
   assert.deepEqual(j.diagnostics, [warning]);
 });
 
-Deno.test("judgeRun() weighs each source by its own rule", () => {
+Deno.test("judge() weighs each source by its own rule", () => {
   const bound = { level: "error" as const, code: "metrics-beyond-schedule", message: "m" };
-  assert.equal(judgeRun(evidence({ scheduleBounds: [bound] })).verdict, "ERROR");
-  assert.equal(judgeRun(evidence({ phases: [phase("baseline", "timeout")] })).verdict, "ERROR");
+  assert.equal(judge(evidence({ scheduleBounds: [bound] })).verdict, "ERROR");
+  assert.equal(judge(evidence({ phases: [phase("baseline", "timeout")] })).verdict, "ERROR");
   const rejected = { policy: "p", phase: "plan-p", verified: false } as PlanSyncSummary;
-  assert.equal(judgeRun(evidence({ planSync: [rejected] })).verdict, "FAIL");
-  const interrupted = judgeRun(evidence({ interrupted: { reason: "SIGINT" } }));
+  assert.equal(judge(evidence({ planSync: [rejected] })).verdict, "FAIL");
+  const interrupted = judge(evidence({ interrupted: { reason: "SIGINT" } }));
   assert.equal(interrupted.verdict, "ERROR");
   assert.equal(interrupted.diagnostics.at(-1)?.code, JUDGE_CODES.interrupted);
 });
 
-Deno.test("judgeRun() turns a run whose reports were not written ERROR, saying why", () => {
+Deno.test("judge() turns a run whose reports were not written ERROR, saying why", () => {
   const e = evidence();
-  assert.equal(judgeRun(e).verdict, "PASS");
+  assert.equal(judge(e).verdict, "PASS");
   e.reportFailures.push("disk full");
-  const j = judgeRun(e);
+  const j = judge(e);
   assert.equal(j.verdict, "ERROR");
   assert.deepEqual(j.diagnostics.map((d) => [d.code, d.message]), [
     [JUDGE_CODES.reportsNotWritten, "the reports could not be written: disk full"],

@@ -2,7 +2,7 @@
  * The parity engine: exact and tolerance lanes over metric series, default comparison
  * planning, the noise floor (ABSTAIN, `tolerance: auto`), restored-state digest checks,
  * pre-flight diagnostics, the metrics judgement ({@link evaluateRun}), the run's verdict and
- * findings ({@link judgeRun}), `losses.csv`
+ * findings ({@link judge}), `losses.csv`
  * ({@link lossesCsv}) and the comparison behind `parity compare` ({@link compareMetricsFiles}).
  *
  * @example
@@ -55,15 +55,26 @@ export {
 } from "./drift.ts";
 export {
   type GoldenEvidence,
+  judge,
   JUDGE_CODES,
   type Judgement,
-  judgeRun,
+  judgeReportFailure,
+  judgeVerdicts,
   type MetricsEvidence,
   metricsVerdict,
+  planVerdict,
   type RunEvidence,
   VERDICT_RULES,
+  type VerdictExit,
   type VerdictRule,
 } from "./judge.ts";
+export {
+  type AssembledEvidence,
+  assembleEvidence,
+  type PhaseOutcome,
+  type RunOutcomes,
+} from "./assemble_evidence.ts";
+export { scheduleDiagnostics } from "./schedule_bounds.ts";
 export {
   cardLines,
   CAUSE_CODES,
@@ -115,4 +126,26 @@ export {
   ulpUnitOf,
 } from "./ulp.ts";
 export { blamedPhases, type Culprit, culprits } from "./culprit.ts";
-export { comparePlanExecution, type ProcessStateDocument } from "./plan_execution.ts";
+export {
+  comparePlanExecution,
+  planExecutionChecks,
+  type PlanExecutionFacts,
+  type ProcessStateDocument,
+} from "./plan_execution.ts";
+export {
+  type GoldenBaseline,
+  type GoldenFacts,
+  type GoldenHeader,
+  judgeAgainstGolden,
+} from "./golden_rules.ts";
+export {
+  bisectExitCode,
+  type BisectOutcome,
+  judgeRerun,
+  releaseCannotRun,
+  type ReleaseMark,
+  releaseMark,
+  type ReproductionOutcome,
+  RERUN_EXIT_CODES,
+  type RerunVerdict,
+} from "./reproduce_rules.ts";

@@ -8,7 +8,12 @@
  * @module
  */
 
-import type { PlanExecution, SlotMismatch } from "../types/summary.ts";
+import type {
+  PhaseStatus,
+  PlanExecution,
+  PlanSyncSummary,
+  SlotMismatch,
+} from "../types/summary.ts";
 
 /** One parameter as a process holds it. */
 export interface ProcessParameter {
@@ -147,6 +152,84 @@ export function comparePlanExecution(
     kinds: [...kinds],
     mismatches,
     mismatch_count: count,
+    reason,
+  };
+}
+
+/**
+ * What the pipeline read for one plan-execute phase: how it and the universal resumes on its
+ * target topology ended, and the two process-state documents (or why one could not be read).
+ * Facts only: {@link planExecutionChecks} decides.
+ */
+export interface PlanExecutionFacts {
+  /** The execute phase. */
+  phase: string;
+  /** Its replica policy (the `plan_sync[]` entry it belongs to). */
+  policy?: string;
+  /** How it ended. */
+  status: PhaseStatus;
+  /** Its end message, if any. */
+  message?: string;
+  /** The universal resumes on its target topology. */
+  reshards: string[];
+  /** The first of them that completed, with both documents (or why each is unreadable). */
+  ran?: {
+    name: string;
+    executed: ProcessStateDocument | string;
+    loaded: ProcessStateDocument | string;
+  };
+}
+
+/**
+ * The plan-execute checks, one per execute phase, each attached (in place) to its policy's
+ * `plan_sync[]` entry. A plan the verifier rejected is never executed: its FAIL is the finding.
+ * A phase that did not complete, no reshard that ran, or an unreadable document is an ERROR of
+ * the check, with its reason.
+ */
+export function planExecutionChecks(
+  planSync: PlanSyncSummary[],
+  facts: readonly PlanExecutionFacts[],
+): PlanExecution[] {
+  const checks: PlanExecution[] = [];
+  for (const execute of facts) {
+    const entry = planSync.find((p) => p.policy === execute.policy);
+    if (execute.status === "skipped" && entry && !entry.verified) continue;
+    const check = _checkOne(execute);
+    checks.push(check);
+    if (entry) entry.execution = check;
+  }
+  return checks;
+}
+
+function _checkOne(execute: PlanExecutionFacts): PlanExecution {
+  const { phase, ran } = execute;
+  if (execute.status !== "ok") {
+    return _errorCheck(phase, `${phase} did not complete: ${execute.message ?? ""}`);
+  }
+  if (!ran) {
+    return _errorCheck(
+      phase,
+      execute.reshards.length > 0
+        ? `the reshard ${execute.reshards.join(", ")} did not complete`
+        : "no universal resume ran on the plan's target topology",
+    );
+  }
+  if (typeof ran.executed === "string") return _errorCheck(phase, ran.executed, ran.name);
+  if (typeof ran.loaded === "string") {
+    return _errorCheck(phase, `${ran.name}: ${ran.loaded}`, ran.name);
+  }
+  return comparePlanExecution(phase, ran.name, ran.executed, ran.loaded);
+}
+
+function _errorCheck(phase: string, reason: string, against?: string): PlanExecution {
+  return {
+    phase,
+    ...(against ? { against } : {}),
+    verdict: "ERROR",
+    compared: 0,
+    kinds: [],
+    mismatches: [],
+    mismatch_count: 0,
     reason,
   };
 }

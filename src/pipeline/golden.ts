@@ -1,8 +1,8 @@
 /**
  * Goldens per environment: a baseline's full-precision metrics stored under
- * `experiments/goldens/<experiment>/<environment-key>.jsonl`, and the judgement of a later
- * baseline against the golden of its environment (exact on the same facts, the noise floor or
- * declared tolerance on the same key with other facts, ABSTAIN when there is none).
+ * `experiments/goldens/<experiment>/<environment-key>.jsonl`, and the facts a later run's golden
+ * judgement needs (this run's environment key and facts, the golden filed under it). What they
+ * prove is decided by parity's golden rules (`judgeAgainstGolden`).
  *
  * The file is itself a metrics JSONL: a `{"event": "golden", ...}` header record, then one step
  * record per step with every metric at round-trip precision, so any JSONL reader can load it.
@@ -12,44 +12,18 @@
 
 import { join, relative } from "node:path";
 import { type MetricSeries, parseJsonl } from "../metrics/mod.ts";
-import { compareLane, deriveNoiseRtol, unjudgedComparison } from "../parity/mod.ts";
-import { TOLERANCE_DEFAULTS } from "../types/defaults.ts";
-import type { ToleranceSpec } from "../types/phase_spec.ts";
 import {
-  type ComparisonSummary,
-  type Diagnostic,
-  type GoldenSummary,
-  type NoiseFloorSummary,
-  worstVerdict,
-} from "../types/summary.ts";
+  type GoldenBaseline,
+  type GoldenEvidence,
+  type GoldenFacts,
+  type GoldenHeader,
+  judgeAgainstGolden,
+} from "../parity/mod.ts";
 import { type EnvironmentFacts, environmentKey } from "./environment.ts";
 import { writeTextAtomic } from "../process/mod.ts";
 import { experimentFolderName } from "./run_store.ts";
 
-/** Name of the golden comparisons in `summary.json`. */
-const GOLDEN_COMPARISON = "golden~baseline";
-
-/** The header record of a golden file. */
-export interface GoldenHeader {
-  /** Always `golden`, so metrics readers treat the record as an event. */
-  event: "golden";
-  /** Format version. */
-  golden_version: 1;
-  /** Experiment name. */
-  experiment: string;
-  /** Environment key the file is filed under. */
-  environment_key: string;
-  /** Flat environment facts compared to tell "same environment" from "same key". */
-  environment: Record<string, string>;
-  /** Run folder the baseline came from. */
-  source_run: string;
-  /** ISO time of the save. */
-  saved_at: string;
-  /** Metrics stored. */
-  metrics: string[];
-  /** The source run's noise floor, when it measured one. */
-  noise_floor: NoiseFloorSummary | null;
-}
+export type { GoldenHeader };
 
 /** Path of the golden of `experiment` for `key`. */
 export function goldenPath(goldensDir: string, experiment: string, key: string): string {
@@ -108,7 +82,7 @@ export async function readGolden(
 }
 
 /** What {@link judgeGolden} needs. */
-export interface GoldenInput {
+export interface GoldenInput extends GoldenBaseline {
   /** Experiment name. */
   experiment: string;
   /** Goldens root. */
@@ -117,136 +91,28 @@ export interface GoldenInput {
   facts: EnvironmentFacts;
   /** Operating system string as the manifest records it (default this process's). */
   os?: string;
-  /** The baseline's metrics; undefined when it did not complete. */
-  baseline: MetricSeries | undefined;
-  /** Metrics to compare. */
-  metrics: string[];
-  /** Schedule length: the window is every step 1..steps. */
-  steps: number;
-  /** Declared tolerance (used on the same key with other facts when no noise floor is stored). */
-  tolerance?: ToleranceSpec;
 }
 
-/** The golden comparison of one run. */
-export interface GoldenJudgement {
-  /** For `summary.json` `golden`. */
-  summary: GoldenSummary;
-  /** `golden~baseline` comparisons, one per metric (or one ABSTAIN/ERROR placeholder). */
-  comparisons: ComparisonSummary[];
-  /** Findings (`golden-missing`, `golden-tolerance`). */
-  diagnostics: Diagnostic[];
-}
+/** The golden comparison of one run (`summary`, `golden~baseline` comparisons, findings). */
+export type GoldenJudgement = GoldenEvidence;
 
-function placeholder(metric: string, verdict: "ABSTAIN" | "ERROR", reason: string) {
-  return unjudgedComparison({
-    name: GOLDEN_COMPARISON,
-    a: "golden",
-    b: "baseline",
-    metric,
-    lane: "exact",
-    verdict,
-    first_step: null,
-    last_step: null,
-    reason,
-  });
-}
-
-/** Relative tolerance a golden's stored noise floor allows, if it measured any noise. */
-function noiseRtol(noise: NoiseFloorSummary | null): number | undefined {
-  if (!noise || noise.identical) return undefined;
-  if (noise.derived_rtol && noise.derived_rtol > 0) return noise.derived_rtol;
-  // An older golden stored no derived_rtol: derive it by the rule in force now.
-  return noise.max_rel_deviation ? deriveNoiseRtol(noise, TOLERANCE_DEFAULTS)?.rtol : undefined;
-}
-
-/** Judges a run's baseline against the golden of its environment. */
-export async function judgeGolden(input: GoldenInput): Promise<GoldenJudgement> {
+/** Reads the golden of this run's environment and the facts compared with it; decides nothing. */
+export async function readGoldenFacts(
+  input: Pick<GoldenInput, "experiment" | "goldensDir" | "facts" | "os">,
+): Promise<GoldenFacts> {
   const key = await environmentKey(input.facts);
   const path = goldenPath(input.goldensDir, input.experiment, key);
   const shown = relative(Deno.cwd(), path).startsWith("..") ? path : relative(Deno.cwd(), path);
-  const metric0 = input.metrics[0] ?? "loss";
   const golden = await readGolden(path);
-  if (!golden) {
-    const reason = `no golden for environment ${key} (${shown}); save one from a trusted run ` +
-      `with: deno task parity golden save <run-dir>`;
-    return {
-      summary: { verdict: "ABSTAIN", environment_key: key, file: shown, found: false, reason },
-      comparisons: [placeholder(metric0, "ABSTAIN", reason)],
-      diagnostics: [{
-        level: "warning",
-        code: "golden-missing",
-        phase: "baseline",
-        message: reason,
-      }],
-    };
-  }
-  const base = {
+  return {
     environment_key: key,
     file: shown,
-    found: true,
-    source_run: golden.header.source_run,
+    ...(golden ? { golden } : {}),
+    environment: flatEnvironment(input.facts, input.os ?? `${Deno.build.os} ${Deno.build.arch}`),
   };
-  if (!input.baseline) {
-    const reason = "the baseline did not complete, so it cannot be compared with the golden";
-    return {
-      summary: { ...base, verdict: "ERROR", reason },
-      comparisons: [placeholder(metric0, "ERROR", reason)],
-      diagnostics: [],
-    };
-  }
-  const now = flatEnvironment(input.facts, input.os ?? `${Deno.build.os} ${Deno.build.arch}`);
-  const differences = [...new Set([...Object.keys(now), ...Object.keys(golden.header.environment)])]
-    .sort().filter((k) => (now[k] ?? "") !== (golden.header.environment[k] ?? ""))
-    .map((k) => `${k}: ${golden.header.environment[k] ?? "(unset)"} → ${now[k] ?? "(unset)"}`);
-  let lane: "exact" | "tolerance" = "exact";
-  let rtol: number | undefined;
-  let atol = 0;
-  let maxFailures = 0;
-  let reason = "same environment as the golden: bit-identical expected";
-  if (differences.length > 0) {
-    const fromNoise = noiseRtol(golden.header.noise_floor);
-    const declared = input.tolerance;
-    if (fromNoise !== undefined) {
-      [lane, rtol, reason] = ["tolerance", fromNoise, "same key, other facts: golden noise floor"];
-    } else if (declared) {
-      lane = "tolerance";
-      rtol = "auto" in declared ? declared.floor : declared.rtol;
-      atol = declared.atol;
-      maxFailures = declared.max_failures;
-      reason = "same key, other facts: declared tolerance";
-    } else {
-      reason = "same key, other facts, but no noise floor or tolerance declared: exact";
-    }
-    reason += ` (${differences.join("; ")})`;
-  }
-  const metrics = input.metrics.filter((m) => golden.header.metrics.includes(m));
-  if (metrics.length === 0) {
-    const why = `the golden stores ${golden.header.metrics.join(", ")}, ` +
-      `not the compared metrics (${input.metrics.join(", ")})`;
-    return {
-      summary: { ...base, verdict: "ABSTAIN", reason: why },
-      comparisons: [placeholder(metric0, "ABSTAIN", why)],
-      diagnostics: [],
-    };
-  }
-  const comparisons = metrics.map((metric): ComparisonSummary => ({
-    name: GOLDEN_COMPARISON,
-    a: "golden",
-    b: "baseline",
-    metric,
-    lane_reason: reason,
-    ...compareLane(golden.series, input.baseline!, {
-      lane,
-      metric,
-      window: { from: 1, to: input.steps },
-      rtol,
-      atol,
-      maxFailures,
-      names: ["golden", "baseline"],
-    }),
-  }));
-  const verdict = worstVerdict(comparisons.map((c) => c.verdict));
-  const summary: GoldenSummary = { ...base, verdict, lane, reason };
-  if (differences.length > 0) summary.differences = differences;
-  return { summary, comparisons, diagnostics: [] };
+}
+
+/** Judges a run's baseline against the golden of its environment, by parity's golden rules. */
+export async function judgeGolden(input: GoldenInput): Promise<GoldenJudgement> {
+  return judgeAgainstGolden(await readGoldenFacts(input), input);
 }

@@ -10,15 +10,17 @@ import { join, relative, resolve } from "node:path";
 import { stringify as toYaml } from "yaml";
 import { dependentsOf, type Experiment } from "../experiment/mod.ts";
 import {
+  assembleEvidence,
   cardLines,
   causeLine,
   type CheckpointFilesEvidence,
   CONSOLE_WARNINGS,
-  evaluateRun,
-  judgeRun,
+  judge,
+  judgeReportFailure,
   lossesCsv,
-  type PhaseEvidence,
+  type PhaseOutcome,
   type RunEvidence,
+  type RunOutcomes,
 } from "../parity/mod.ts";
 import { HARNESS_REDACTION, interruption, writeTextAtomic } from "../process/mod.ts";
 import { appendHistory, renderRun } from "../report/mod.ts";
@@ -29,23 +31,21 @@ import {
   placePlan,
   PLAN_FILE,
   type ResolvedPlan,
-  savesCheckpoint,
 } from "../types/phase_spec.ts";
 import { type CodeDigests, quarantineIncomplete } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { removeStrayTemporaries } from "./stray_temporaries.ts";
 import { learnRunSecrets, redactedExperiment, redactedPlan } from "./run_secrets.ts";
-import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import { splitTagWarnings } from "./split_tags.ts";
 import { collectEnvironment, type EnvironmentFacts } from "./environment.ts";
-import { type GoldenJudgement, judgeGolden } from "./golden.ts";
+import { readGoldenFacts } from "./golden.ts";
 import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { gitState, HARNESS_VERSION, type Manifest, newManifest } from "./manifest.ts";
 import { sha256Hex } from "./sha256.ts";
 import { computeKeys, executePhase } from "./phase_execution.ts";
 import type { PhaseContext, PhaseState } from "./phase_state.ts";
 import { pruneOlderRuns, pruneRunCheckpoints } from "./gc.ts";
-import { attachPlanExecutions } from "./plan_execution_check.ts";
+import { readPlanExecutions } from "./plan_execution_check.ts";
 import { LaunchGate } from "./launch_gate.ts";
 import { deviceEnv, DevicePool } from "./device_pool.ts";
 import { billLine, runBill } from "./run_bill.ts";
@@ -64,7 +64,7 @@ import {
   writeJsonAtomic,
   writeJsonInTurn,
 } from "./run_store.ts";
-import { EXIT_CODES, type JudgeSettings, type RunSummary } from "../types/summary.ts";
+import type { JudgeSettings, RunSummary } from "../types/summary.ts";
 
 /** How to run an experiment. */
 export interface RunOptions {
@@ -480,7 +480,7 @@ interface JudgedRun {
   losses: string;
 }
 
-/** Gathers the evidence of every phase, has the judge weigh it and builds the run's summary. */
+/** Reads what the run observed, has parity assemble and judge it and builds the run's summary. */
 async function summarizeRun(
   plan: ResolvedPlan,
   states: PhaseState[],
@@ -494,8 +494,8 @@ async function summarizeRun(
   },
 ): Promise<JudgedRun> {
   const phaseSummaries = states.map((s) => s.summary!);
-  const evidence = await gatherEvidence(plan, states, run);
-  const judgement = judgeRun(evidence.evidence);
+  const { evidence, series } = await assembleEvidence(plan, await readOutcomes(plan, states, run));
+  const judgement = judge(evidence);
   const finished = new Date();
   const wallS = round3((finished.getTime() - run.started.getTime()) / 1000);
   const summary: RunSummary = {
@@ -506,7 +506,7 @@ async function summarizeRun(
     started_at: run.started.toISOString(),
     finished_at: finished.toISOString(),
     verdict: judgement.verdict,
-    exit_code: EXIT_CODES[judgement.verdict],
+    exit_code: judgement.exit_code,
     wall_s: wallS,
     children_wall_s: round3(phaseSummaries.reduce((a, p) => a + (p.cached ? 0 : p.wall_s), 0)),
     bill: runBill(plan.phases, phaseSummaries, plan.judge.saveAt, wallS),
@@ -522,12 +522,12 @@ async function summarizeRun(
     diagnostics: judgement.diagnostics,
     git_commit: run.gitCommit,
     ...(run.config ? { config: run.config } : {}),
-    ...(evidence.evidence.golden ? { golden: evidence.evidence.golden.summary } : {}),
+    ...(evidence.golden ? { golden: evidence.golden.summary } : {}),
     findings: judgement.findings,
     judge: judgeSettings(plan.judge),
     charts: plan.charts,
   };
-  return { summary, evidence: evidence.evidence, losses: evidence.losses };
+  return { summary, evidence, losses: lossesCsv(series, "loss") };
 }
 
 /** The settings part of the plan's judge spec, as summary.json persists it (`judge`). */
@@ -548,104 +548,45 @@ async function readJsonIfPresent(path: string): Promise<CheckpointFilesEvidence 
 }
 
 /**
- * Reads every phase's metrics and checks and returns them as the judge's evidence: the engine's
- * evaluation, schedule bounds, the golden, plan sync with its executions, phase endings and the
- * interruption. Decides nothing.
+ * Reads what the run observed for parity's {@link assembleEvidence}: every phase as it ended with
+ * the checkpoint folders the harness read back, the split's checkpoint tags, the golden of this
+ * environment and the plan-execute documents. Decides nothing.
  */
-async function gatherEvidence(
+async function readOutcomes(
   plan: ResolvedPlan,
   states: PhaseState[],
   run: {
     interrupted: ReturnType<typeof interruption>;
     golden?: { facts: EnvironmentFacts; goldensDir: string };
   },
-): Promise<{ evidence: RunEvidence; losses: string }> {
-  const phases: PhaseEvidence[] = states
-    .filter((s) => s.spec.role !== "convert" && s.spec.role !== "plan" && s.spec.role !== "execute")
-    .map(({ spec, summary, present, metrics }) => ({
-      name: spec.name,
-      role: spec.role,
-      status: summary!.status,
-      metricsPath: present ? spec.metrics?.path : undefined,
-      metrics: spec.metrics,
-      resumeKind: spec.resumeKind,
-      ...(spec.fromStep !== undefined ? { fromStep: spec.fromStep } : {}),
-      topology: spec.topologyKey,
-      lane: spec.lane,
-      ...(savesCheckpoint(spec) ? { saves: true } : {}),
-      ...(spec.calibration ? { calibration: spec.calibration } : {}),
-      ...(present && metrics ? { series: metrics } : {}),
-    }));
-  const split = plan.phases.find(savesCheckpoint);
-  // The checkpoint folders the harness read back (trainer.checkpoint_format).
-  for (const phase of phases) {
-    const state = states.find((s) => s.spec.name === phase.name);
-    if (phase.status !== "ok" || !state || !savesCheckpoint(state.spec) || !state.spec.readBack) {
-      continue;
-    }
-    const files = await readJsonIfPresent(state.spec.readBack.out);
-    if (files) phase.checkpointFiles = files;
-  }
-  const convert = states.find((s) =>
-    s.spec.role === "convert" && s.summary?.status === "ok" && s.spec.readBack
-  );
-  const convertedFiles = convert ? await readJsonIfPresent(convert.spec.readBack!.out) : undefined;
-  const evaluation = await evaluateRun({
-    ...plan.judge,
-    gradAccum: split?.gradAccum,
-    phases,
-    ...(convert && convertedFiles
-      ? { converted: { phase: convert.spec.name, files: convertedFiles } }
-      : {}),
-  });
-  // Each plan beside the resumes that actually ran on its target topology.
-  const planSync = states.flatMap(({ plan: verified, spec }) => {
-    if (!verified) return [];
-    const reshards = states.filter((s) =>
-      s.spec.role === "resume" && s.spec.resumeKind !== "plan" &&
-      s.spec.topologyKey === spec.topologyKey
-    ).map((s) => s.spec.name);
-    return [reshards.length > 0 ? { ...verified, reshard_resumes: reshards } : verified];
-  });
-  const planExecutions = await attachPlanExecutions(planSync, states);
-  const scheduleBounds = scheduleDiagnostics(
-    states.filter((s) => s.summary?.status === "ok").map((s) => s.spec),
-    evaluation.series,
-    plan.judge.saveAt,
-    evaluation.diagnostics.some((d) => d.code === "step-unit-micro-batches"),
-  );
-  let golden: GoldenJudgement | undefined;
-  if (run.golden) {
-    const baseline = plan.phases.find((s) => s.role === "baseline");
-    golden = await judgeGolden({
+): Promise<RunOutcomes> {
+  const phases = await Promise.all(states.map(async (s): Promise<PhaseOutcome> => {
+    const readBack = s.summary!.status === "ok" ? s.spec.readBack : undefined;
+    const checkpointFiles = readBack ? await readJsonIfPresent(readBack.out) : undefined;
+    return {
+      spec: s.spec,
+      summary: s.summary!,
+      present: s.present,
+      ...(s.metrics ? { metrics: s.metrics } : {}),
+      ...(checkpointFiles ? { checkpointFiles } : {}),
+      ...(s.plan ? { plan: s.plan } : {}),
+    };
+  }));
+  const splitState = states.find((s) => s.spec.role === "split" && s.summary?.status === "ok");
+  const golden = run.golden
+    ? await readGoldenFacts({
       experiment: plan.experiment,
       goldensDir: run.golden.goldensDir,
       facts: run.golden.facts,
-      baseline: baseline && states.find((s) => s.spec.name === baseline.name)?.summary?.status ===
-          "ok"
-        ? evaluation.series.get(baseline.name)
-        : undefined,
-      metrics: plan.judge.metrics,
-      steps: plan.judge.steps,
-      // An undeclared tolerance leaves a golden on other facts exact.
-      tolerance: plan.judge.tolerance_declared ? plan.judge.tolerance : undefined,
-    });
-  }
-  const splitState = states.find((s) => s.spec.role === "split" && s.summary?.status === "ok");
-  const evidence: RunEvidence = {
-    phases: states.map((s) => s.summary!),
-    resumeKinds: Object.fromEntries(plan.phases.map((p) => [p.name, p.resumeKind])),
-    saveAt: plan.judge.saveAt,
-    warnings: [...plan.warnings, ...await splitTagWarnings(splitState?.spec)],
-    metrics: evaluation,
-    scheduleBounds,
-    ...(golden ? { golden } : {}),
-    planSync,
-    planExecutions,
+    })
+    : undefined;
+  return {
+    phases,
     interrupted: run.interrupted,
-    reportFailures: [],
+    warnings: await splitTagWarnings(splitState?.spec),
+    ...(golden ? { golden } : {}),
+    planExecutions: await readPlanExecutions(states),
   };
-  return { evidence, losses: lossesCsv(evaluation.series, "loss") };
 }
 
 /** Writes the run's outputs, appends history, moves `latest` and prunes checkpoints. */
@@ -716,17 +657,16 @@ function runCard(summary: RunSummary): RunCard {
 }
 
 /**
- * Adds a report failure to the evidence and publishes the judge's new verdict and diagnostics
+ * Has the judge weigh a report failure and publishes its new verdict, exit code and diagnostics
  * into the (redacted) summary; returns the reason.
  */
 function reportsNotWritten(evidence: RunEvidence, summary: RunSummary, error: unknown): string {
   const reason = describeEnvironmentError(error) ??
     (error instanceof Error ? error.message : String(error));
-  evidence.reportFailures.push(reason);
-  const judgement = HARNESS_REDACTION.redactValue(judgeRun(evidence));
-  summary.verdict = judgement.verdict;
-  summary.exit_code = EXIT_CODES[judgement.verdict];
-  summary.diagnostics = judgement.diagnostics;
+  const { verdict, exit_code, diagnostics } = HARNESS_REDACTION.redactValue(
+    judgeReportFailure(evidence, reason),
+  );
+  Object.assign(summary, { verdict, exit_code, diagnostics });
   return reason;
 }
 

@@ -17,11 +17,11 @@ import { interruption } from "../process/mod.ts";
 import { codeInputDir } from "../pipeline/environment.ts";
 import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
 import { UsageError } from "../types/harness_error.ts";
 import type { ResolvedPlan } from "../types/phase_spec.ts";
 import type { RunSummary, Verdict } from "../types/summary.ts";
 import { git, gitOk } from "./git.ts";
+import { bisectExitCode, type BisectOutcome } from "../parity/mod.ts";
 
 /** A bisect that cannot start (not a code input, dirty tree, unknown revision): exit code 2. */
 export class BisectUsageError extends UsageError {}
@@ -56,7 +56,7 @@ export interface BisectStep {
 /** How the bisection ended. */
 export interface BisectResult {
   /** `found`: git named the first bad commit. */
-  outcome: "found" | "ambiguous" | "interrupted";
+  outcome: BisectOutcome;
   /** The first bad commit, its run and summary. */
   firstBad?: BisectStep;
   /** `ambiguous`: commits left that could be the first bad one (all skipped). */
@@ -195,15 +195,15 @@ export async function bisect(options: BisectOptions): Promise<BisectResult> {
           await gitOk(top, ["checkout", "--quiet", found[1]]);
           firstBad = await test();
         }
-        return { outcome: "found", firstBad, steps, exit_code: EXIT_CODES.PASS };
+        return { outcome: "found", firstBad, steps, exit_code: bisectExitCode("found") };
       }
       if (/only 'skip'ped commits left to test/.test(out.stdout)) {
         const candidates = [...out.stdout.matchAll(/^([0-9a-f]{40})$/gm)].map((m) => m[1]);
-        return { outcome: "ambiguous", candidates, steps, exit_code: EXIT_CODES.ERROR };
+        return { outcome: "ambiguous", candidates, steps, exit_code: bisectExitCode("ambiguous") };
       }
       if (out.code !== 0) throw new Error(`git bisect ${step.mark} failed: ${out.stderr}`);
     }
-    return { outcome: "interrupted", steps, exit_code: EXIT_CODES.ERROR };
+    return { outcome: "interrupted", steps, exit_code: bisectExitCode("interrupted") };
   } finally {
     const reset = await git(top, ["bisect", "reset"]);
     if (reset.code !== 0) {

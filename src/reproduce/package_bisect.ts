@@ -14,15 +14,21 @@ import { type Experiment, resolvePlan, trainerPreset } from "../experiment/mod.t
 import { interruption } from "../process/mod.ts";
 import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
 import { UsageError } from "../types/harness_error.ts";
 import type { RunSummary, Verdict } from "../types/summary.ts";
+import {
+  bisectExitCode,
+  type BisectOutcome,
+  releaseCannotRun,
+  type ReleaseMark,
+  releaseMark,
+} from "../parity/mod.ts";
 
 /** A package bisect that cannot start (no such package for the preset, unknown release): exit 2. */
 export class PackageBisectUsageError extends UsageError {}
 
-/** How a tested release is marked: PASS good, FAIL bad, anything else cannot run (ERROR). */
-export type ReleaseMark = "good" | "bad" | "ERROR";
+/** How a tested release is marked (parity's `releaseMark`). */
+export type { ReleaseMark };
 
 /** One tested release. */
 export interface ReleaseStep {
@@ -43,7 +49,7 @@ export interface ReleaseStep {
 /** How the package bisection ended. */
 export interface PackageBisectResult {
   /** `found`: the first bad release is named; `ambiguous`: an endpoint does not hold. */
-  outcome: "found" | "ambiguous" | "interrupted";
+  outcome: BisectOutcome;
   /** The first release found bad (the bad endpoint when none between is). */
   firstBad?: ReleaseStep;
   /** The last release found good (the good endpoint when none between is). */
@@ -130,14 +136,7 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
     const version = line[i];
     options.note(`bisect: testing ${options.package} ${version}`);
     const out = await options.run(version);
-    const mark: ReleaseMark = out.cannotRun !== undefined
-      ? "ERROR"
-      : out.verdict === "PASS"
-      ? "good"
-      : out.verdict === "FAIL"
-      ? "bad"
-      : "ERROR";
-    const reason = out.cannotRun ?? (mark === "ERROR" ? `the run is ${out.verdict}` : undefined);
+    const { mark, reason } = releaseMark(out);
     const step: ReleaseStep = {
       version,
       verdict: out.verdict,
@@ -158,12 +157,18 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
       lastGood: line[lo],
       cannotRun: anchor.mark === "ERROR" ? [line[lo]] : [],
       steps,
-      exit_code: EXIT_CODES.ERROR,
+      exit_code: bisectExitCode("ambiguous"),
     };
   }
   while (true) {
     if (interruption()) {
-      return { outcome: "interrupted", lastGood: line[lo], cannotRun: [], steps, exit_code: 3 };
+      return {
+        outcome: "interrupted",
+        lastGood: line[lo],
+        cannotRun: [],
+        steps,
+        exit_code: bisectExitCode("interrupted"),
+      };
     }
     const open = [...Array(hi - lo - 1).keys()].map((k) => lo + 1 + k).filter((i) =>
       !cannot.has(i)
@@ -188,7 +193,7 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
       lastGood: line[lo],
       cannotRun: [...between, line[hi]],
       steps,
-      exit_code: EXIT_CODES.ERROR,
+      exit_code: bisectExitCode("ambiguous"),
     };
   }
   // A release that cannot run is never bad: the first bad release is the first that runs and
@@ -199,7 +204,7 @@ export async function bisectReleases(options: PackageBisectOptions): Promise<Pac
     lastGood: line[lo],
     cannotRun: between,
     steps,
-    exit_code: EXIT_CODES.PASS,
+    exit_code: bisectExitCode("found"),
   };
 }
 
@@ -279,14 +284,7 @@ export async function bisectPackage(options: PackageBisectRun): Promise<PackageB
       harnessEnv: options.harnessEnv,
       goldensDir: options.goldensDir,
     });
-    // A phase that crashed (an import error, a crash at load) means the release cannot run the
-    // experiment, even where a save check already FAILs the run.
-    const failed = summary.phases.filter((p) => p.status === "failed" || p.status === "timeout");
-    const cannotRun = failed.length > 0
-      ? `${failed.map((p) => `${p.name} ${p.status}`).join(", ")} (run ${summary.verdict})`
-      : summary.verdict === "ERROR" || summary.verdict === "ABSTAIN"
-      ? `the run is ${summary.verdict}`
-      : undefined;
+    const cannotRun = releaseCannotRun(summary);
     return { verdict: summary.verdict, runDir, summary, ...(cannotRun ? { cannotRun } : {}) };
   };
   return await bisectReleases({

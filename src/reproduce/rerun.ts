@@ -17,31 +17,25 @@ import type { Progress } from "../pipeline/run_progress.ts";
 import { runExperiment } from "../pipeline/runner.ts";
 import { writeJsonAtomic } from "../pipeline/run_store.ts";
 import { type PhaseSpec, placePlan } from "../types/phase_spec.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
+import {
+  judgeRerun,
+  type ReproductionOutcome,
+  RERUN_EXIT_CODES,
+  type RerunVerdict,
+} from "../parity/mod.ts";
 import type { RunSummary } from "../types/summary.ts";
 import { diffManifests, type EnvironmentDifference } from "./manifest_diff.ts";
 import { diffSeries, type SeriesDifference } from "./metrics_diff.ts";
 import { readStoredPlan, readStoredRun } from "./stored_run.ts";
 
-/** Verdict of a rerun. */
-export type RerunVerdict = "REPRODUCED" | "DRIFTED" | "ERROR";
-
-/**
- * Exit codes of `parity rerun` (README, "Reproduce"), from the one table; a bad run folder or
- * usage is a `StoredRunError` (exit 2).
- */
-export const RERUN_EXIT_CODES: Record<RerunVerdict, number> = {
-  REPRODUCED: EXIT_CODES.PASS,
-  DRIFTED: EXIT_CODES.FAIL,
-  ERROR: EXIT_CODES.ERROR,
-};
+export { RERUN_EXIT_CODES, type RerunVerdict };
 
 /** One training phase, stored vs rerun. */
 export interface PhaseReproduction extends Partial<SeriesDifference> {
   /** Phase name. */
   phase: string;
   /** `identical`, `differs`, or why it was not compared. */
-  outcome: "identical" | "differs" | "not-compared" | "rerun-failed";
+  outcome: ReproductionOutcome;
   /** Why it was not compared, or how the rerun failed. */
   note?: string;
 }
@@ -144,17 +138,8 @@ export async function rerunRun(path: string, options: RerunOptions): Promise<Rer
     { manifest: stored.manifest, runDir: stored.runDir },
     { manifest, runDir },
   );
-  const verdict: RerunVerdict =
-    summary.interrupted || phases.some((p) => p.outcome === "rerun-failed")
-      ? "ERROR"
-      : phases.some((p) => p.outcome === "differs")
-      ? "DRIFTED"
-      : phases.some((p) => p.outcome === "identical")
-      ? "REPRODUCED"
-      : "ERROR"; // nothing could be compared: no evidence either way
   const result: RerunResult = {
-    verdict,
-    exit_code: RERUN_EXIT_CODES[verdict],
+    ...judgeRerun({ interrupted: summary.interrupted, outcomes: phases.map((p) => p.outcome) }),
     source_run: stored.runDir,
     rerun_run: runDir,
     run_verdicts: { stored: stored.summary?.verdict ?? null, rerun: summary.verdict },

@@ -658,10 +658,3 @@ export { EXIT_CODES } from "./exit_codes.ts";
  * could not complete (ERROR), which outranks ABSTAIN, which outranks PASS.
  */
 export const VERDICT_RANK: Record<Verdict, number> = { PASS: 0, ABSTAIN: 1, ERROR: 2, FAIL: 3 };
-
-/** The worst of several verdicts (PASS for none). */
-export function worstVerdict(verdicts: Iterable<Verdict>): Verdict {
-  let worst: Verdict = "PASS";
-  for (const v of verdicts) if (VERDICT_RANK[v] > VERDICT_RANK[worst]) worst = v;
-  return worst;
-}
