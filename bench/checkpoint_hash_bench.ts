@@ -9,7 +9,7 @@
 
 import { join } from "node:path";
 import { createBLAKE3, createXXHash128 } from "hash-wasm";
-import { checkpointChanged, hashCheckpoints } from "../src/pipeline/checkpoint_hashes.ts";
+import { checkpointChanged, hashCheckpoints } from "../src/pipeline/store/checkpoint_hashes.ts";
 
 const MIB = 1 << 20;
 const dir = await Deno.makeTempDir({ prefix: "checkpoint_hash_bench_" });

@@ -10,7 +10,7 @@
 
 import { QUICKSTART as REFERENCE_QUICKSTART } from "../test/_testing/reference_trainer.ts";
 
-const CLI = new URL("../src/reference/cli.ts", import.meta.url).pathname;
+const CLI = new URL("../reference_trainer/cli.ts", import.meta.url).pathname;
 const QUICKSTART = [...REFERENCE_QUICKSTART, "--steps", "40"];
 const dir = Deno.makeTempDirSync({ prefix: "trainer_bench_" });
 globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));

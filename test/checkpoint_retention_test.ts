@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { pathExists } from "../src/pipeline/run_store.ts";
+import { pathExists } from "../src/pipeline/store/run_store.ts";
 import type { RunSummary } from "../src/types/summary.ts";
 import { latestSummary, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { basename, join } from "node:path";
-import { pathExists } from "../src/pipeline/run_store.ts";
+import { pathExists } from "../src/pipeline/store/run_store.ts";
 import { main } from "../src/cli/main.ts";
 import { captureConsole } from "./_testing/capture_console.ts";
 import { PROJECT, runCli, writeExperiment } from "./_testing/cli_harness.ts";

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join, relative } from "node:path";
 import { PROJECT } from "./_testing/cli_harness.ts";
 import { createProgram } from "../src/cli/program.ts";
-import { experimentFolderName } from "../src/pipeline/run_store.ts";
+import { experimentFolderName } from "../src/pipeline/store/run_store.ts";
 import { PRESET_NAMES, presetNamed } from "../src/presets/mod.ts";
 
 const DOCS = [

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { latestSummary, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 import { leftovers } from "./_testing/leftovers.ts";
-import { sha256Hex } from "../src/pipeline/sha256.ts";
+import { sha256Hex } from "../src/pipeline/store/sha256.ts";
 
 const root = Deno.uid() === 0;
 const inCi = Deno.env.get("CI") === "true";

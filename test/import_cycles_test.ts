@@ -1,17 +1,22 @@
-/**
- * No two modules of `src/` import each other, directly or round a longer loop: a circle means two
+/** * No two modules of `src/` (or of the trainer, `reference_trainer/`) import each other, directly or round a longer loop: a circle means two
  * files share one job, and it makes the load order decide which of them sees the other's exports.
  * Type-only imports count too. Test files and test helpers are exempt, as in the layers test.
  */
 
 import assert from "node:assert/strict";
 import { dirname, relative, resolve } from "node:path";
-import { harnessModules, isTestCode, SRC } from "./_testing/source_tree.ts";
+import {
+  type HarnessModule,
+  harnessModules,
+  isTestCode,
+  SRC,
+  TRAINER,
+} from "./_testing/source_tree.ts";
 
 /** Module → the modules it imports statically (`import`, `import type`, `export … from`). */
 async function importGraph(): Promise<Map<string, string[]>> {
   const graph = new Map<string, string[]>();
-  for await (const { file, rel, text: source } of harnessModules()) {
+  for await (const { file, rel, text: source } of _modules()) {
     // Comments go first: a JSDoc example imports its own module.
     const text = source.replace(/\/\*[\s\S]*?\*\//g, "")
       .replace(/^\s*\/\/.*$/gm, "");
@@ -23,6 +28,12 @@ async function importGraph(): Promise<Map<string, string[]>> {
     graph.set(rel, [...targets].sort());
   }
   return graph;
+}
+
+/** The harness's modules and the trainer's (outside `src/`: keyed `../reference_trainer/…`). */
+async function* _modules(): AsyncGenerator<HarnessModule> {
+  yield* harnessModules();
+  yield* harnessModules(TRAINER);
 }
 
 /** The strongly connected components of more than one module, or of one importing itself. */

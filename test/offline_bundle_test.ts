@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { Bundle } from "../src/pipeline/offline_bundle.ts";
+import type { Bundle } from "../src/pipeline/offline/offline_bundle.ts";
 import type { RunSummary } from "../src/types/summary.ts";
 import { latestSummary, PROJECT, runCli, writeExperiment } from "./_testing/cli_harness.ts";
 

@@ -5,8 +5,8 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { ManifestChild } from "../src/pipeline/manifest.ts";
-import type { PlanPreview } from "../src/pipeline/plan_preview.ts";
+import type { ManifestChild } from "../src/pipeline/store/manifest.ts";
+import type { PlanPreview } from "../src/pipeline/running/plan_preview.ts";
 import { runCli } from "./_testing/cli_harness.ts";
 
 const QUICKSTART = "experiments/quickstart.yaml";

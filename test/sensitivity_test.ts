@@ -85,7 +85,7 @@ Deno.test("sensitivity: a calibration the trainer ignores is reported and not co
       name: "ignored",
       schedule: { steps: 20, save_at: 10 },
       trainer: {
-        command: [Deno.execPath(), "run", "-A", join(PROJECT, "src/reference/cli.ts"), "train"],
+        command: [Deno.execPath(), "run", "-A", join(PROJECT, "reference_trainer/cli.ts"), "train"],
       },
       resume: {
         native: {

@@ -15,7 +15,13 @@ import {
   writeExperiment,
 } from "./_testing/cli_harness.ts";
 
-const REFERENCE = [Deno.execPath(), "run", "-A", join(PROJECT, "src/reference/cli.ts"), "train"];
+const REFERENCE = [
+  Deno.execPath(),
+  "run",
+  "-A",
+  join(PROJECT, "reference_trainer/cli.ts"),
+  "train",
+];
 
 Deno.test("several saves: a resume from step 3 of [3, 6] PASSes, compared from step 4", async () => {
   const dir = await Deno.makeTempDir({ prefix: "several-saves-" });

@@ -23,9 +23,9 @@ import { join, resolve } from "node:path";
 import { parse as parseCsv } from "csv-parse/sync";
 import { readExperimentFile, resolvePlan } from "../../src/experiment/mod.ts";
 import type { Experiment } from "../../src/experiment/mod.ts";
-import { runExperiment } from "../../src/pipeline/runner.ts";
-import type { Progress } from "../../src/pipeline/run_progress.ts";
-import { collectGarbage } from "../../src/pipeline/gc.ts";
+import { runExperiment } from "../../src/pipeline/running/runner.ts";
+import type { Progress } from "../../src/pipeline/running/run_progress.ts";
+import { collectGarbage } from "../../src/pipeline/store/gc.ts";
 import { writeSuiteIndex } from "../../src/report/mod.ts";
 import { leftovers, openFds, processesOf } from "../../test/_testing/leftovers.ts";
 

@@ -10,7 +10,7 @@
 import { Command } from "commander";
 import { dirname, resolve } from "node:path";
 import { formatValidationErrors, readExperimentFile } from "../experiment/mod.ts";
-import { consoleProgress } from "../pipeline/console_progress.ts";
+import { consoleProgress } from "./console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { bisect, bisectPackage, formatBisect, formatPackageBisect } from "../reproduce/mod.ts";

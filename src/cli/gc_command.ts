@@ -1,13 +1,13 @@
 /**
  * `parity gc [results-dir] [--dry-run] [--experiment NAME] [--json]`: deletes checkpoint folders
- * no cached phase still needs (see `src/pipeline/gc.ts` for which) and prints one line per folder
+ * no cached phase still needs (see `src/pipeline/store/gc.ts` for which) and prints one line per folder
  * with its size, then the total. Exit 0, or 2 on a usage error or a missing folder.
  *
  * @module
  */
 
 import { Command } from "commander";
-import { collectGarbage, formatGcReport, type GcReport } from "../pipeline/gc.ts";
+import { collectGarbage, formatGcReport, type GcReport } from "../pipeline/store/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { HarnessError } from "../types/harness_error.ts";
 import { examples, type Subcommand } from "./_subcommand.ts";

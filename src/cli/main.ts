@@ -9,7 +9,7 @@
  */
 
 import { CommanderError } from "commander";
-import { asHarnessError } from "../pipeline/environment_error.ts";
+import { asHarnessError } from "../types/environment_error.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { helpPointer, printError } from "./_subcommand.ts";

@@ -1,7 +1,7 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { captureConsole } from "../../test/_testing/capture_console.ts";
 import { join } from "node:path";
-import { acquireRunLock, LockHeldError } from "../pipeline/lock.ts";
+import { acquireRunLock, LockHeldError } from "../pipeline/store/lock.ts";
 import { StoredRunError } from "../reproduce/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { main } from "./main.ts";

@@ -3,7 +3,7 @@
  * phase plan of each experiment in a file (phases, argv, environment with secrets redacted,
  * working folders, lanes, and which phases the cache would reuse) without launching or writing
  * anything. With `--bundle DIR` it writes the offline bundle of the experiment instead
- * (src/pipeline/offline_bundle.ts: what `tools/offline_phases.py` runs on a machine without Deno)
+ * (src/pipeline/offline/offline_bundle.ts: what `tools/offline_phases.py` runs on a machine without Deno)
  * and prints where. Exit 0, or 2 for an invalid file or usage.
  *
  * @module
@@ -12,8 +12,8 @@
 import { Command } from "commander";
 import { dirname, resolve } from "node:path";
 import { formatValidationErrors, readExperimentFile, resolvePlan } from "../experiment/mod.ts";
-import { formatPlanPreview, type PlanPreview, previewPlan } from "../pipeline/plan_preview.ts";
-import { writeBundle } from "../pipeline/offline_bundle.ts";
+import { formatPlanPreview, type PlanPreview, previewPlan } from "../pipeline/running/mod.ts";
+import { writeBundle } from "../pipeline/offline/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { collect, examples, type Subcommand } from "./_subcommand.ts";

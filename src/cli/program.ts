@@ -6,7 +6,7 @@
  */
 
 import { Command } from "commander";
-import { HARNESS_VERSION } from "../pipeline/manifest.ts";
+import { HARNESS_VERSION } from "../pipeline/store/mod.ts";
 import { examples, type ExitCodeSink, helpPointer } from "./_subcommand.ts";
 import { SUBCOMMANDS } from "./subcommands.ts";
 

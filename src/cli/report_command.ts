@@ -7,10 +7,9 @@
  * @module
  */
 
-import { FULL_VERIFY_LIMIT_GIB } from "../pipeline/checkpoint_hashes.ts";
+import { FULL_VERIFY_LIMIT_GIB, runArtifactProblems } from "../pipeline/store/mod.ts";
 import { Command } from "commander";
 import { imageBaseUrlProblem, renderRun, resolveRunDir } from "../report/mod.ts";
-import { runArtifactProblems } from "../pipeline/verify_run.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { HarnessError } from "../types/harness_error.ts";
 import { examples, printError, type Subcommand, usageError } from "./_subcommand.ts";

@@ -9,7 +9,7 @@
 
 import { Command } from "commander";
 import { resolve } from "node:path";
-import { consoleProgress } from "../pipeline/console_progress.ts";
+import { consoleProgress } from "./console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { formatRerun, rerunRun } from "../reproduce/mod.ts";

@@ -7,7 +7,7 @@
  */
 
 import { dirname, resolve } from "node:path";
-import { FULL_VERIFY_LIMIT_GIB } from "../pipeline/checkpoint_hashes.ts";
+import { checkResultsFolder, FULL_VERIFY_LIMIT_GIB } from "../pipeline/store/mod.ts";
 import { Command, type ParseOptionsResult } from "commander";
 import {
   formatValidationErrors,
@@ -16,10 +16,9 @@ import {
   readExperimentFile,
 } from "../experiment/mod.ts";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
-import { consoleProgress } from "../pipeline/console_progress.ts";
+import { consoleProgress } from "./console_progress.ts";
 import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
-import { checkResultsFolder } from "../pipeline/results_folder.ts";
-import { runExperiment, type RunResult, shownPath } from "../pipeline/runner.ts";
+import { runExperiment, type RunResult, shownPath } from "../pipeline/running/mod.ts";
 import { EXIT_CODES } from "../types/exit_codes.ts";
 import { judgeVerdicts } from "../parity/mod.ts";
 import { installSignalHandlers } from "../process/mod.ts";

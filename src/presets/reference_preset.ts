@@ -11,7 +11,7 @@ import { plannerFlags, type PresetContext, type PresetDescriptor, presetFlags } 
 import { PROJECT_DIR } from "./project_dir.ts";
 
 /** The reference trainer's CLI module. */
-export const REFERENCE_CLI: string = join(PROJECT_DIR, "src/reference/cli.ts");
+export const REFERENCE_CLI: string = join(PROJECT_DIR, "reference_trainer/cli.ts");
 
 /**
  * Faults the reference trainer injects (docs/reference-trainer.md). A test keeps this list equal
@@ -89,6 +89,6 @@ export const REFERENCE_PRESET: PresetDescriptor = {
   checkpointMarker: "checkpoint_complete.json",
   gradAccumArg: "grad_accum",
   metricsFormat: "jsonl",
-  codeInputs: [join(PROJECT_DIR, "src/reference"), join(PROJECT_DIR, "src/affine")],
+  codeInputs: [join(PROJECT_DIR, "reference_trainer"), join(PROJECT_DIR, "src/affine")],
   argv: referenceArgv,
 };

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { REPLICA_POLICY_NAMES } from "../affine/mod.ts";
-import { FAULT_NAMES } from "../reference/faults.ts";
-import { NATIVE_MARKER } from "../reference/files.ts";
+import { FAULT_NAMES, NATIVE_MARKER } from "../../reference_trainer/mod.ts";
 import { REFERENCE_CLI, REFERENCE_PRESET } from "./reference_preset.ts";
 import { presetFlags, topologyArgs } from "./preset.ts";
 

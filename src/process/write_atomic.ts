@@ -1,7 +1,7 @@
 /**
  * The one atomic text writer of the harness (run store, manifests, goldens, reports): a reader
  * never sees half a file, and nothing is written without the harness-wide redaction policy
- * ({@linkcode HARNESS_REDACTION}, docs/security.md). The trainer (`src/reference`) keeps its own
+ * ({@linkcode HARNESS_REDACTION}, docs/security.md). The trainer (`reference_trainer`) keeps its own
  * small writer: it sits across the process contract and may import only `affine`.
  *
  * @module

@@ -14,9 +14,8 @@
 import { join, relative, resolve, sep } from "node:path";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { interruption } from "../process/mod.ts";
-import { codeInputDir } from "../pipeline/environment.ts";
-import type { Progress } from "../pipeline/run_progress.ts";
-import { runExperiment } from "../pipeline/runner.ts";
+import { codeInputDir } from "../pipeline/store/mod.ts";
+import { type Progress, runExperiment } from "../pipeline/running/mod.ts";
 import { UsageError } from "../types/harness_error.ts";
 import type { ResolvedPlan } from "../types/phase_spec.ts";
 import type { RunSummary, Verdict } from "../types/summary.ts";

@@ -7,14 +7,14 @@
  */
 
 import { hasErrors, readMetrics } from "../metrics/mod.ts";
-import { environmentKey } from "../pipeline/environment.ts";
+import { environmentKey } from "../pipeline/store/mod.ts";
 import {
   flatEnvironment,
   type GoldenHeader,
   goldenPath,
   goldenText,
   writeGolden,
-} from "../pipeline/golden.ts";
+} from "../pipeline/running/mod.ts";
 import { readStoredPlan, readStoredRun, StoredRunError } from "./stored_run.ts";
 
 /** What was saved. */

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Manifest } from "../pipeline/manifest.ts";
+import type { Manifest } from "../pipeline/store/mod.ts";
 
 /** One field that differs. */
 export interface EnvironmentDifference {

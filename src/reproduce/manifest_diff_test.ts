@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Manifest } from "../pipeline/manifest.ts";
+import type { Manifest } from "../pipeline/store/manifest.ts";
 import { diffManifests } from "./manifest_diff.ts";
 
 function manifest(runDir: string, over: Partial<Manifest> = {}): Manifest {

@@ -12,10 +12,8 @@
 import { join, relative } from "node:path";
 import { resolvePlan } from "../experiment/mod.ts";
 import { readMetrics } from "../metrics/mod.ts";
-import type { Manifest } from "../pipeline/manifest.ts";
-import type { Progress } from "../pipeline/run_progress.ts";
-import { runExperiment } from "../pipeline/runner.ts";
-import { writeJsonAtomic } from "../pipeline/run_store.ts";
+import { type Manifest, writeJsonAtomic } from "../pipeline/store/mod.ts";
+import { type Progress, runExperiment } from "../pipeline/running/mod.ts";
 import { type PhaseSpec, placePlan } from "../types/phase_spec.ts";
 import {
   judgeRerun,

@@ -16,7 +16,7 @@ import {
   validateExperiment,
 } from "../experiment/mod.ts";
 import { placePlan, PLAN_FILE, type ResolvedPlan } from "../types/phase_spec.ts";
-import type { Manifest } from "../pipeline/manifest.ts";
+import type { Manifest } from "../pipeline/store/mod.ts";
 import { UsageError } from "../types/harness_error.ts";
 import { readSummary } from "../types/read_summary.ts";
 import type { RunSummary } from "../types/summary.ts";

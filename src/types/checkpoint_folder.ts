@@ -1,7 +1,7 @@
 /**
  * DeepSpeed's names for the folders of a saved step, spelt once for the harness: the native tag
  * folder `global_step<N>` (the split's default `checkpoint_tag`) and the convert phase's
- * `global_step<N>_universal`. The trainer (`src/reference/checkpoint.ts` `tagOf`) spells the
+ * `global_step<N>_universal`. The trainer (`reference_trainer/checkpoints/checkpoint.ts` `tagOf`) spells the
  * native name on its own side of the process contract.
  *
  * @module

@@ -1,7 +1,7 @@
 /**
  * The one base of the harness's errors. Each carries the exit code it ends the command line with
  * (README "Exit codes"), as fresh's `HttpError` carries its status, so `cli/main.ts` maps any
- * error to an exit code in one place. The trainer (`src/reference`) is a separate program on the
+ * error to an exit code in one place. The trainer (`reference_trainer`) is a separate program on the
  * far side of the process contract and `src/affine` imports nothing; each keeps one base of its
  * own (`TrainerExitError`, `AffineError`).
  *

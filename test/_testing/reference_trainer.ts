@@ -7,7 +7,7 @@
  */
 
 import { join } from "node:path";
-import { main } from "../../src/reference/cli.ts";
+import { main } from "../../reference_trainer/mod.ts";
 
 /** The quickstart topology: 4 ranks, EP 2 with expert 2 replicated, ZeRO-2, bf16, GA 2. */
 export const QUICKSTART: readonly string[] = [
@@ -47,9 +47,9 @@ export async function runInProcess(
 }
 
 /** The CLI entry file. */
-export const CLI_PATH: string = new URL("../../src/reference/cli.ts", import.meta.url).pathname;
+export const CLI_PATH: string = new URL("../../reference_trainer/cli.ts", import.meta.url).pathname;
 
-/** Runs the CLI as a real subprocess (`deno run -A src/reference/cli.ts ...`) in `cwd`. */
+/** Runs the CLI as a real subprocess (`deno run -A reference_trainer/cli.ts ...`) in `cwd`. */
 export async function runSubprocess(
   argv: string[],
   cwd: string,

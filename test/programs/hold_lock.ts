@@ -8,7 +8,7 @@
  * @module
  */
 
-import { acquireRunLock, LockHeldError } from "../../src/pipeline/lock.ts";
+import { acquireRunLock, LockHeldError } from "../../src/pipeline/store/lock.ts";
 
 const [dir, holdMs, mode] = Deno.args;
 const emit = (event: string, extra: Record<string, unknown> = {}) =>
