@@ -8,7 +8,7 @@
 
 import { readJsonl } from "../src/metrics/jsonl.ts";
 import type { MetricSeries } from "../src/metrics/series.ts";
-import { compareLane } from "../src/parity/lanes.ts";
+import { compareLane } from "../src/parity/lanes/mod.ts";
 
 const N_COMPARE = 10_000_000;
 const N_LINES = 1_000_000;

@@ -16,7 +16,7 @@ import { parseLog } from "../src/metrics/log.ts";
 import { type MetricSeries, READER_CODES, type ReadOptions } from "../src/metrics/series.ts";
 import { parseTensorboard } from "../src/metrics/tensorboard.ts";
 import { judgeSeries } from "../src/parity/evaluate.ts";
-import { unionWindow } from "../src/parity/lanes.ts";
+import { unionWindow } from "../src/parity/lanes/lanes.ts";
 import type { Diagnostic } from "../src/types/summary.ts";
 import { seededRandom } from "./_testing/seeded_random.ts";
 

@@ -21,7 +21,7 @@ const CALL_SITES: Record<string, number> = {
 Deno.test("resolvePlan is called once per run, only where a run begins", async () => {
   const calls: Record<string, number> = {};
   for await (const { rel, text } of harnessModules()) {
-    if (isTestCode(rel) || rel === "experiment/resolve_plan.ts") continue;
+    if (isTestCode(rel) || rel === "experiment/plan/resolve_plan.ts") continue;
     const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
     const n = [...code.matchAll(/\bresolvePlan\(/g)].length;
     if (n > 0) calls[rel] = n;

@@ -12,7 +12,7 @@ export type LaneLimits = Pick<ComparisonSummary, "lane" | "rtol" | "atol" | "dri
 /**
  * Allowed |b − a| per row (rows in step order, the lane's window only), or null for an exact
  * lane. The drift lane's early window is its first `early_steps` compared steps, as in
- * src/parity/drift.ts; its noise allowance (`earlyRel`) is not in the summary and is not drawn.
+ * src/parity/lanes/drift.ts; its noise allowance (`earlyRel`) is not in the summary and is not drawn.
  */
 export function allowedDifference(
   limits: LaneLimits,

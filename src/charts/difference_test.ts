@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ulp32 } from "../parity/drift.ts";
-import { ulpDistance64 } from "../parity/ulp.ts";
+import { ulp32 } from "../parity/lanes/drift.ts";
+import { ulpDistance64 } from "../parity/lanes/ulp.ts";
 import type { DriftSummary } from "../types/summary.ts";
 import { alignDifference, differenceSpec, isIdentical } from "./difference.ts";
 import { compilesCleanly, dataValues, type Json, marksOf, nodes, range } from "./_testing.ts";

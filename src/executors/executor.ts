@@ -9,7 +9,7 @@
  * 1. `src/types/phase_spec.ts`: its resolved settings, a member of `ExecutorSpec` with its own
  *    `kind`;
  * 2. `src/experiment/schema.ts` (its member of `ExecutorSchema`, what the file may say) and
- *    `resolveExecutor` in `src/experiment/resolve_plan.ts` (that input → its settings);
+ *    `resolveExecutor` in `src/experiment/plan/resolve_plan.ts` (that input → its settings);
  * 3. `src/executors/<kind>.ts`: one file exporting its {@linkcode ExecutorRegistration} (a factory
  *    `(settings) => Executor`, and the launch record file if its work outlives the harness);
  * 4. `src/executors/registry.ts`: one registration line (the compiler asks for it once the

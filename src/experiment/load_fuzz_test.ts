@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { loadExperimentText } from "./load.ts";
 import { PlaceholderError } from "./placeholders.ts";
-import { resolvePlan } from "./resolve_plan.ts";
+import { resolvePlan } from "./plan/resolve_plan.ts";
 import { validateExperiment } from "./validate_experiment.ts";
 import { ExperimentFileError } from "./validation_errors.ts";
 import { seededRandom } from "../../test/_testing/seeded_random.ts";

@@ -12,11 +12,19 @@ import { describeValue, isRecord } from "./_path.ts";
 import type { ValidationError } from "./validation_errors.ts";
 import { checkTemplate, PLACEHOLDERS, type ProgramKind } from "./placeholders.ts";
 import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
-import { mergeArgs, phaseGraph, programArgs, programEntry, trainerPreset } from "./phase_graph.ts";
+import {
+  deviceDemand,
+  lastSave,
+  mergeArgs,
+  phaseGraph,
+  programArgs,
+  programEntry,
+  readerPythonOf,
+  resumeFromStep,
+  saveSteps,
+  trainerPreset,
+} from "./plan/mod.ts";
 import type { Experiment, ProcessEntry, TrainerArgs } from "./schema.ts";
-import { deviceDemand } from "./device_demand.ts";
-import { lastSave, resumeFromStep, saveSteps } from "./save_steps.ts";
-import { readerPythonOf } from "./checkpoint_read_back.ts";
 
 /** Names of the phases an experiment produces, in run order (see {@link phaseGraph}). */
 export function phaseNames(exp: Experiment): string[] {

@@ -1,6 +1,6 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
 import { commandRaw, quickstartRaw } from "../../test/_testing/experiment_files.ts";
-import { programEntry } from "./phase_graph.ts";
+import { programEntry } from "./plan/phase_graph.ts";
 import { checkExperimentRules, phaseNames } from "./rules.ts";
 import { type Experiment, ExperimentObjectSchema } from "./schema.ts";
 

@@ -16,7 +16,7 @@ import { PARITY_CODES } from "./codes.ts";
 import { evaluateRun } from "./evaluate.ts";
 import { type GoldenFacts, judgeAgainstGolden } from "./golden_rules.ts";
 import type { RunEvidence } from "./judge.ts";
-import { planExecutionChecks, type PlanExecutionFacts } from "./plan_execution.ts";
+import { planExecutionChecks, type PlanExecutionFacts } from "./state/mod.ts";
 import { scheduleDiagnostics } from "./schedule_bounds.ts";
 import type { CheckpointFilesEvidence, PhaseEvidence } from "./types.ts";
 

@@ -16,7 +16,7 @@ import type { ComparisonSummary, Diagnostic } from "../types/summary.ts";
 import { judgeSeries } from "./evaluate.ts";
 import { metricAbsent } from "./evidence_rules.ts";
 import { judgeVerdicts } from "./judge.ts";
-import { unionWindow } from "./lanes.ts";
+import { unionWindow } from "./lanes/mod.ts";
 
 /** Which metrics files to compare, and how ({@linkcode compareMetricsFiles}). */
 export interface CompareFilesOptions {

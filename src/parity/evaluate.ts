@@ -16,22 +16,35 @@ import {
 import { stat } from "../format/numbers.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { metricsVerdict } from "./judge.ts";
-import { compareDrift, type DriftOptions, MIN_BLOCK_STEPS } from "./drift.ts";
+import {
+  compareDrift,
+  compareLane,
+  deriveNoiseRtol,
+  type DriftOptions,
+  firstAtLeast,
+  type LaneResult,
+  looksRounded,
+  measureNoiseFloor,
+  MIN_BLOCK_STEPS,
+  type NoiseRtol,
+  roundedSides,
+  roundingBound,
+  type SensitivityContext,
+  type StepRange,
+  withSensitivity,
+} from "./lanes/mod.ts";
 import type { DriftSpec } from "../types/phase_spec.ts";
-import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
 import { applyEvidenceRules, type EvidenceFacts } from "./evidence_rules.ts";
-import { deriveNoiseRtol, measureNoiseFloor, type NoiseRtol } from "./noise_floor.ts";
 import { planComparisons } from "./plan_comparisons.ts";
 import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
-import { looksRounded, roundedSides, roundingBound } from "./rounded.ts";
-import { type SensitivityContext, withSensitivity } from "./sensitivity.ts";
 import {
   checkConvertedFiles,
   checkRestoredState,
   checkSavedState,
   checkSavePerturbation,
   findDigestEvent,
-} from "./state_checks.ts";
+  withGradBuffers,
+} from "./state/mod.ts";
 import type {
   CheckpointFilesEvidence,
   Evaluation,
@@ -39,8 +52,6 @@ import type {
   PhaseEvidence,
   PlannedComparison,
 } from "./types.ts";
-import { withGradBuffers } from "./grad_carryover.ts";
-import { firstAtLeast } from "./_sorted.ts";
 
 /** Roles whose phases train and therefore log metrics. */
 const TRAINING_ROLES = new Set(["baseline", "split", "resume", "repeat", "calibrate"]);

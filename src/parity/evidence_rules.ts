@@ -11,7 +11,7 @@
 import type { ComparisonSummary, Verdict } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { worstVerdict } from "./worst_verdict.ts";
-import type { LaneResult } from "./lanes.ts";
+import type { LaneResult } from "./lanes/mod.ts";
 
 /** Codes of the lane's own evidence situations (the diagnostic codes live in `codes.ts`). */
 const EVIDENCE_CODES = {

@@ -15,8 +15,7 @@ import type { ComparisonSummary, GoldenSummary, NoiseFloorSummary } from "../typ
 import { unjudgedComparison } from "./evaluate.ts";
 import type { GoldenEvidence } from "./judge.ts";
 import { worstVerdict } from "./worst_verdict.ts";
-import { compareLane } from "./lanes.ts";
-import { deriveNoiseRtol } from "./noise_floor.ts";
+import { compareLane, deriveNoiseRtol } from "./lanes/mod.ts";
 
 /** Name of the golden comparisons in `summary.json`. */
 const GOLDEN_COMPARISON = "golden~baseline";

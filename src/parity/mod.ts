@@ -44,7 +44,7 @@ export {
   rangeWindow,
   type StepRange,
   unionWindow,
-} from "./lanes.ts";
+} from "./lanes/mod.ts";
 export {
   compareDrift,
   driftFailureText,
@@ -52,7 +52,7 @@ export {
   medianStepChange,
   MIN_BLOCK_STEPS,
   ulp32,
-} from "./drift.ts";
+} from "./lanes/mod.ts";
 export {
   type GoldenEvidence,
   judge,
@@ -85,22 +85,22 @@ export {
   type RootCauseInput,
 } from "./root_cause.ts";
 export { type ComparisonPlan, planComparisons, type ReportsMetric } from "./plan_comparisons.ts";
-export { unrequestedTags } from "./checkpoint_tags.ts";
+export { unrequestedTags } from "./state/mod.ts";
 export {
   deriveNoiseRtol,
   measureNoiseFloor,
   type NoiseFloorResult,
   type RepeatEvidence,
   SPREAD_LIMIT,
-} from "./noise_floor.ts";
+} from "./lanes/mod.ts";
 export {
   checkRestoredState,
   findDigestEvent,
   loadedSaveText,
   stateCheckName,
   tensorList,
-} from "./state_checks.ts";
-export { componentLabel, componentList, masterNotRestored } from "./component_words.ts";
+} from "./state/mod.ts";
+export { componentLabel, componentList, masterNotRestored } from "./state/mod.ts";
 export { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";
 export {
   isShortDecimal,
@@ -108,7 +108,7 @@ export {
   MAX_DECIMALS,
   MAX_SIGNIFICANT,
   MIN_VALUES,
-} from "./rounded.ts";
+} from "./lanes/mod.ts";
 export { CONSOLE_WARNINGS, diagnosticVerdict, PARITY_CODES } from "./codes.ts";
 export { lossesCsv } from "./losses_csv.ts";
 export {
@@ -124,14 +124,14 @@ export {
   ulpDistanceIn,
   type UlpUnit,
   ulpUnitOf,
-} from "./ulp.ts";
+} from "./lanes/mod.ts";
 export { blamedPhases, type Culprit, culprits } from "./culprit.ts";
 export {
   comparePlanExecution,
   planExecutionChecks,
   type PlanExecutionFacts,
   type ProcessStateDocument,
-} from "./plan_execution.ts";
+} from "./state/mod.ts";
 export {
   type GoldenBaseline,
   type GoldenFacts,

@@ -1,6 +1,6 @@
 /**
  * Which comparisons a run makes. Without `compare:`: the baseline against every resume in the
- * lane the resolved plan chose for it (`src/experiment/resolve_plan.ts`: exact on the saved
+ * lane the resolved plan chose for it (`src/experiment/plan/resolve_plan.ts`: exact on the saved
  * topology, drift otherwise, unless the resume sets `lane`), and exact between every two resumes that share a target topology other than the
  * saved one (e.g. universal reshard vs plan reshard; two resumes on the saved topology are each
  * compared exactly with the baseline already). Each uses every listed metric both phases report

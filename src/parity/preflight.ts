@@ -9,7 +9,7 @@
 import { type MetricSeries, valueAt } from "../metrics/mod.ts";
 import type { Diagnostic } from "../types/summary.ts";
 import { PARITY_CODES } from "./codes.ts";
-import { findDigestEvent } from "./state_checks.ts";
+import { findDigestEvent } from "./state/mod.ts";
 
 /** `window-too-small` when fewer than 2 steps follow the save. */
 export function checkResumedSteps(steps: number, saveAt: number): Diagnostic[] {

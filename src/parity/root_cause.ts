@@ -19,11 +19,16 @@ import type {
   RunSummary,
   StateCheckSummary,
 } from "../types/summary.ts";
-import { driftFailureText } from "./drift.ts";
+import { driftFailureText } from "./lanes/mod.ts";
 import { causeLines } from "./_child_tail.ts";
-import { loadedSaveText, tensorList } from "./state_checks.ts";
-import { componentList, frameworkOf, masterNotRestored } from "./component_words.ts";
-import { GRAD_BUFFERS } from "./grad_carryover.ts";
+import {
+  componentList,
+  frameworkOf,
+  GRAD_BUFFERS,
+  loadedSaveText,
+  masterNotRestored,
+  tensorList,
+} from "./state/mod.ts";
 import { stat } from "../format/numbers.ts";
 
 /** The stable codes of {@link Finding}s. */

@@ -289,7 +289,7 @@ export interface StateCheckSummary {
    * Restore checks: where the loaded digests differ from the state saved at the resume's step
    * but equal, in some of those components, the state the split saved at another step: that
    * step, the components, and whether they are every differing one ("loaded the state saved at
-   * step 6"). Decided in `src/parity/state_checks.ts`; reports render it, never re-derive it.
+   * step 6"). Decided in `src/parity/state/state_checks.ts`; reports render it, never re-derive it.
    */
   loaded_save?: LoadedSave;
   /**

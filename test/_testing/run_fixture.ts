@@ -6,7 +6,7 @@
  * @module
  */
 
-import { ulpDistance64 } from "../../src/parity/ulp.ts";
+import { ulpDistance64 } from "../../src/parity/lanes/ulp.ts";
 import type {
   ComparisonSummary,
   PhaseSummary,

@@ -6,8 +6,13 @@
  * @module
  */
 
-export { flatEnvironment, goldenPath, goldenText, writeGolden } from "./golden.ts";
-export type { GoldenHeader } from "./golden.ts";
+export {
+  flatEnvironment,
+  type GoldenHeader,
+  goldenPath,
+  goldenText,
+  writeGolden,
+} from "./golden.ts";
 export { formatPlanPreview, type PlanPreview, previewPlan } from "./plan_preview.ts";
 export { type Follower, type Progress, type RunCard } from "./run_progress.ts";
 export { runExperiment, type RunResult, shownPath } from "./runner.ts";

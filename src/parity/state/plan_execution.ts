@@ -13,7 +13,7 @@ import type {
   PlanExecution,
   PlanSyncSummary,
   SlotMismatch,
-} from "../types/summary.ts";
+} from "../../types/summary.ts";
 
 /** One parameter as a process holds it. */
 export interface ProcessParameter {

@@ -7,11 +7,11 @@
  * @module
  */
 
-import type { MetricSeries } from "../metrics/mod.ts";
-import { NOISE_RTOL_RULE } from "../types/defaults.ts";
-import type { ToleranceSpec } from "../types/judge_settings.ts";
-import type { Diagnostic, NoiseFloorSummary, NoiseRtolDerivation } from "../types/summary.ts";
-import { PARITY_CODES } from "./codes.ts";
+import type { MetricSeries } from "../../metrics/mod.ts";
+import { NOISE_RTOL_RULE } from "../../types/defaults.ts";
+import type { ToleranceSpec } from "../../types/judge_settings.ts";
+import type { Diagnostic, NoiseFloorSummary, NoiseRtolDerivation } from "../../types/summary.ts";
+import { PARITY_CODES } from "../codes.ts";
 
 /** Most per-step spread entries kept in the summary. */
 export const SPREAD_LIMIT = 1000;

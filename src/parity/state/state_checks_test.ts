@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { parseJsonl, readJsonl } from "../metrics/jsonl.ts";
-import { TENSORS_ERROR_FIELD } from "../metrics/tensors_file.ts";
-import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
+import { parseJsonl, readJsonl } from "../../metrics/jsonl.ts";
+import { TENSORS_ERROR_FIELD } from "../../metrics/tensors_file.ts";
+import { jsonl } from "../../../test/_testing/metrics_fixtures.ts";
 import {
   checkConvertedFiles,
   checkRestoredState,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { parseJsonl } from "../metrics/jsonl.ts";
-import { jsonl } from "../../test/_testing/metrics_fixtures.ts";
-import type { StateCheckSummary } from "../types/summary.ts";
+import { parseJsonl } from "../../metrics/jsonl.ts";
+import { jsonl } from "../../../test/_testing/metrics_fixtures.ts";
+import type { StateCheckSummary } from "../../types/summary.ts";
 import { GRAD_BUFFERS, withGradBuffers } from "./grad_carryover.ts";
 
 const restored: StateCheckSummary = {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
+import { seriesOf } from "../../../test/_testing/metrics_fixtures.ts";
 import { compareLane, rangeWindow, unionWindow } from "./lanes.ts";
-import { TOLERANCE_DEFAULTS } from "../types/defaults.ts";
+import { TOLERANCE_DEFAULTS } from "../../types/defaults.ts";
 
 /** The tolerance lane as a run without a `tolerance:` block resolves it. */
 const TOL = {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { CalibrationResult, Verdict } from "../types/summary.ts";
+import type { CalibrationResult, Verdict } from "../../types/summary.ts";
 import { summarize } from "./sensitivity.ts";
 
 function tried(...rows: [number, Verdict, boolean | null][]): CalibrationResult[] {

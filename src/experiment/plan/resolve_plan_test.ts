@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { REFERENCE_CLI } from "../presets/mod.ts";
-import type { PhaseSpec, SlurmExecutorSpec } from "../types/phase_spec.ts";
+import { REFERENCE_CLI } from "../../presets/mod.ts";
+import type { PhaseSpec, SlurmExecutorSpec } from "../../types/phase_spec.ts";
 import { resolvePlan } from "./resolve_plan.ts";
-import { ExperimentObjectSchema } from "./schema.ts";
+import { ExperimentObjectSchema } from "../schema.ts";
 
 function experiment(extra: Record<string, unknown>) {
   return ExperimentObjectSchema.parse({

@@ -7,8 +7,8 @@
  * @module
  */
 
-import type { Diagnostic } from "../types/summary.ts";
-import { PARITY_CODES } from "./codes.ts";
+import type { Diagnostic } from "../../types/summary.ts";
+import { PARITY_CODES } from "../codes.ts";
 
 /** Tag folders named before the rest are counted. */
 const MAX_NAMED = 5;

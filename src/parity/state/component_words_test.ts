@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { StateCheckSummary } from "../types/summary.ts";
+import type { StateCheckSummary } from "../../types/summary.ts";
 import {
   componentLabel,
   componentList,

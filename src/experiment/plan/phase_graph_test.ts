@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { canonicalJson } from "./canonical_json.ts";
+import { canonicalJson } from "../canonical_json.ts";
 import { dependentsOf, phaseGraph } from "./phase_graph.ts";
-import { ExperimentObjectSchema } from "./schema.ts";
+import { ExperimentObjectSchema } from "../schema.ts";
 
 const placement = (ranks: number[][]) => ({
   version: 1,

@@ -18,7 +18,7 @@ import {
   DEFAULT_METRICS_FORMAT,
   DRIFT_DEFAULTS,
   TOLERANCE_DEFAULTS,
-} from "../types/defaults.ts";
+} from "../../types/defaults.ts";
 import { isAbsolute, join, resolve } from "node:path";
 import {
   argText,
@@ -27,7 +27,7 @@ import {
   type PresetDescriptor,
   presetNamed,
   topologyArgs,
-} from "../presets/mod.ts";
+} from "../../presets/mod.ts";
 import {
   CHECKPOINT_FILES_DOCUMENT,
   type ExecutorSpec,
@@ -39,15 +39,15 @@ import {
   type ResolvedPlan,
   RUN_FOLDER,
   type SlurmExecutorSpec,
-} from "../types/phase_spec.ts";
-import { savesCheckpoint } from "../types/phase_spec.ts";
-import { canonicalJson } from "./canonical_json.ts";
+} from "../../types/phase_spec.ts";
+import { savesCheckpoint } from "../../types/phase_spec.ts";
+import { canonicalJson } from "../canonical_json.ts";
 import { checkpointPhase, phaseGraph, type PhaseNode, trainerPreset } from "./phase_graph.ts";
 import { checkpointFormatOf, readerPythonOf } from "./checkpoint_read_back.ts";
-import { interpolate, interpolateArg } from "./placeholders.ts";
-import type { ExecutorEntry, Experiment, TrainerArgs } from "./schema.ts";
-import type { Diagnostic } from "../types/summary.ts";
-import { checkpointFolder, universalFolder } from "../types/checkpoint_folder.ts";
+import { interpolate, interpolateArg } from "../placeholders.ts";
+import type { ExecutorEntry, Experiment, TrainerArgs } from "../schema.ts";
+import type { Diagnostic } from "../../types/summary.ts";
+import { checkpointFolder, universalFolder } from "../../types/checkpoint_folder.ts";
 import { lastSave, saveSteps, stepList } from "./save_steps.ts";
 
 /** Warning code of a command trainer's split without a completion marker (docs/parity.md). */

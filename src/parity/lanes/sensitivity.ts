@@ -7,17 +7,17 @@
  * @module
  */
 
-import { percent } from "../format/numbers.ts";
-import type { MetricSeries } from "../metrics/mod.ts";
+import { percent } from "../../format/numbers.ts";
+import type { MetricSeries } from "../../metrics/mod.ts";
 import type {
   CalibrationResult,
   ComparisonSummary,
   Diagnostic,
   SensitivitySummary,
   Verdict,
-} from "../types/summary.ts";
-import { PARITY_CODES } from "./codes.ts";
-import type { PhaseEvidence, PlannedComparison } from "./types.ts";
+} from "../../types/summary.ts";
+import { PARITY_CODES } from "../codes.ts";
+import type { PhaseEvidence, PlannedComparison } from "../types.ts";
 
 /** How far the logged LR ratio may stray from `1 + lr_error`, relative to the error. */
 const APPLIED_REL = 1e-2;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
-import { NOISE_RTOL_RULE, TOLERANCE_DEFAULTS } from "../types/defaults.ts";
+import { seriesOf } from "../../../test/_testing/metrics_fixtures.ts";
+import { NOISE_RTOL_RULE, TOLERANCE_DEFAULTS } from "../../types/defaults.ts";
 import { deriveNoiseRtol, deriveRtol, measureNoiseFloor, SPREAD_LIMIT } from "./noise_floor.ts";
 
 Deno.test("measureNoiseFloor() reports identical repeats and no repeats", () => {

@@ -8,9 +8,9 @@
  */
 
 import { posix } from "node:path";
-import type { CheckpointFormat } from "../presets/mod.ts";
+import type { CheckpointFormat } from "../../presets/mod.ts";
 import { trainerPreset } from "./phase_graph.ts";
-import type { Experiment } from "./schema.ts";
+import type { Experiment } from "../schema.ts";
 
 /**
  * The Python beside a command trainer's program (`.venv/bin/torchrun` → `.venv/bin/python`), as a

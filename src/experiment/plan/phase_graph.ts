@@ -7,11 +7,11 @@
  * @module
  */
 
-import { type PresetDescriptor, presetNamed } from "../presets/mod.ts";
-import type { Calibration, PhaseTool, ResumeKind } from "../types/phase_spec.ts";
-import type { PhaseRole } from "../types/summary.ts";
-import { DEFAULT_PHASE_TIMEOUT_S } from "../types/defaults.ts";
-import type { Experiment, ProcessEntry, ResumeEntry, TrainerArgs } from "./schema.ts";
+import { type PresetDescriptor, presetNamed } from "../../presets/mod.ts";
+import type { Calibration, PhaseTool, ResumeKind } from "../../types/phase_spec.ts";
+import type { PhaseRole } from "../../types/summary.ts";
+import { DEFAULT_PHASE_TIMEOUT_S } from "../../types/defaults.ts";
+import type { Experiment, ProcessEntry, ResumeEntry, TrainerArgs } from "../schema.ts";
 import { lastSave, resumeFromStep, saveSteps } from "./save_steps.ts";
 
 /** One node of the phase graph. */

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { seriesOf } from "../../test/_testing/metrics_fixtures.ts";
-import { DRIFT_DEFAULTS } from "../types/defaults.ts";
+import { seriesOf } from "../../../test/_testing/metrics_fixtures.ts";
+import { DRIFT_DEFAULTS } from "../../types/defaults.ts";
 import { biasBlocks, compareDrift, medianStepChange, ulp32 } from "./drift.ts";
-import { driftOptions } from "./evaluate.ts";
+import { driftOptions } from "../evaluate.ts";
 
 /** The drift lane as a run without a `drift:` block resolves it. */
 const drift = driftOptions(DRIFT_DEFAULTS);

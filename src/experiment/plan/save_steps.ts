@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Experiment, ResumeEntry } from "./schema.ts";
+import type { Experiment, ResumeEntry } from "../schema.ts";
 
 /** The steps the split saves after, ascending as written (`20` → `[20]`). */
 export function saveSteps(schedule: Pick<Experiment["schedule"], "save_at">): number[] {
