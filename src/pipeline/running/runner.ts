@@ -221,9 +221,7 @@ async function runLocked(
   const digests: CodeDigests = new Map();
   const keysReady = computeKeys(plan.phases, options.baseDir, options.harnessEnv, digests);
   keysReady.catch(() => {}); // awaited below
-  const allEarlier = (await listRuns(experimentDir)).filter((run) => run !== runDir);
-  for (const note of await quarantineIncomplete(experimentDir, allEarlier)) progress.note(note);
-  for (const note of await removeStrayTemporaries(experimentDir, allEarlier)) progress.note(note);
+  const allEarlier = await tidyEarlierRuns(experimentDir, runDir, progress);
   // An imported bundle is judged as it came back: no other earlier run stands in for its phases.
   const earlierRuns = imported ? [imported.runDir] : allEarlier;
   const suiteRuns = imported ? [] : await listSuiteRuns(options.resultsDir, experimentDir);
@@ -233,14 +231,7 @@ async function runLocked(
   const { manifest, gitKnown } = newManifest(options.experimentFile, hashes, unknownGit.promise);
   manifest.base_dir = options.baseDir;
   if (imported?.ranOn) manifest.ran_offline = { ...imported.ranOn };
-  const keys = await keysReady;
-  const states = new Map<string, PhaseState>(plan.phases.map((spec) => [spec.name, {
-    spec,
-    status: "pending",
-    key: keys.get(spec.name)!,
-    forced: forced.has(spec.name),
-    present: false,
-  }]));
+  const states = phaseStates(plan.phases, await keysReady, forced);
   const ctx: PhaseContext = {
     experimentDir,
     runDir,
@@ -262,22 +253,12 @@ async function runLocked(
     noLaunch ? plan.phases.length : selected.size,
   );
   for (const warning of plan.warnings) progress.note(`${warning.level}: ${warning.message}`);
-  // What only records the run (the redacted experiment, input hashes, git, python, nvidia-smi) is
-  // written and probed once the first children run, not before them.
-  const recorded = ctx.gate.settled().then(async () => {
-    unknownGit.resolve(gitState());
-    const environment = collectEnvironment(
-      plan.phases,
-      resolvedText,
-      options.baseDir,
-      options.harnessEnv,
-      digests,
-    ).then((facts) => (manifest.environment = facts));
-    environment.catch(() => {}); // awaited below
-    Object.assign(hashes, await writeResolvedExperiment(runDir, exp, options.experimentFile));
-    await writePlan(runDir, run.plan, plan.warnings);
-    await writeJsonInTurn(manifestPath, manifest);
-    return await environment;
+  const recorded = recordOnceLaunched(ctx, run, plan, {
+    resolvedText,
+    digests,
+    hashes,
+    experimentFile: options.experimentFile,
+    resolveGit: unknownGit.resolve,
   });
   recorded.catch(() => {}); // awaited after the phases
   let manifestWritten: Promise<void> | undefined;
@@ -314,6 +295,78 @@ async function runLocked(
       ...[...states.values()].map((s) => s.completion),
     ]);
   }
+}
+
+/**
+ * Quarantines earlier runs left incomplete and removes stray temporaries, noting each; returns
+ * the earlier run folders (all but this run's).
+ */
+async function tidyEarlierRuns(
+  experimentDir: string,
+  runDir: string,
+  progress: Progress,
+): Promise<string[]> {
+  const allEarlier = (await listRuns(experimentDir)).filter((run) => run !== runDir);
+  for (const note of await quarantineIncomplete(experimentDir, allEarlier)) progress.note(note);
+  for (const note of await removeStrayTemporaries(experimentDir, allEarlier)) progress.note(note);
+  return allEarlier;
+}
+
+/** Each phase's starting state: pending, keyed, forced or not. */
+function phaseStates(
+  phases: readonly PhaseSpec[],
+  keys: Map<string, string>,
+  forced: Set<string>,
+): Map<string, PhaseState> {
+  return new Map<string, PhaseState>(phases.map((spec) => [spec.name, {
+    spec,
+    status: "pending",
+    key: keys.get(spec.name)!,
+    forced: forced.has(spec.name),
+    present: false,
+  }]));
+}
+
+/** What {@link recordOnceLaunched} writes besides the context's manifest. */
+interface RunRecord {
+  resolvedText: string;
+  digests: CodeDigests;
+  /** Filled with the input hashes once the resolved experiment is written. */
+  hashes: Record<string, string>;
+  experimentFile: string | null;
+  resolveGit: (git: Promise<Manifest["git"]>) => void;
+}
+
+/**
+ * Records the run (the redacted experiment, input hashes, git, python, nvidia-smi) and resolves to
+ * the environment facts. Only once the first children run, not before them: recording must not
+ * delay the launch.
+ */
+function recordOnceLaunched(
+  ctx: PhaseContext,
+  run: PlannedRun,
+  plan: ResolvedPlan,
+  record: RunRecord,
+): Promise<EnvironmentFacts> {
+  const { runDir, manifest } = ctx;
+  return ctx.gate.settled().then(async () => {
+    record.resolveGit(gitState());
+    const environment = collectEnvironment(
+      plan.phases,
+      record.resolvedText,
+      ctx.baseDir,
+      ctx.harnessEnv,
+      record.digests,
+    ).then((facts) => (manifest.environment = facts));
+    environment.catch(() => {}); // awaited below
+    Object.assign(
+      record.hashes,
+      await writeResolvedExperiment(runDir, run.experiment, record.experimentFile),
+    );
+    await writePlan(runDir, run.plan, plan.warnings);
+    await writeJsonInTurn(ctx.manifestPath, manifest);
+    return await environment;
+  });
 }
 
 /**
