@@ -73,7 +73,7 @@ import { billLine, runBill } from "./run_bill.ts";
 import { launchOrder } from "./launch_order.ts";
 import { importBundle, type ImportResult } from "../offline/mod.ts";
 import type { Progress, RunCard } from "./run_progress.ts";
-import type { JudgeSettings, RunSummary } from "../../types/summary.ts";
+import type { JudgeSettings, PhaseStatus, RunSummary } from "../../types/summary.ts";
 
 /** How to run an experiment. */
 export interface RunOptions {
@@ -416,21 +416,7 @@ async function schedulePhases(
   keepGoing: boolean,
 ): Promise<ReturnType<typeof interruption>> {
   const { states } = ctx;
-  const skip = (name: string, message: string) => {
-    const s = states.get(name)!;
-    if (s.status !== "pending") return;
-    s.status = "skipped";
-    s.summary = {
-      name,
-      role: s.spec.role,
-      status: "skipped",
-      cached: false,
-      wall_s: 0,
-      exit_code: null,
-      message,
-      consumes: s.spec.consumes,
-    };
-  };
+  const skip = (name: string, message: string) => skipPhase(states, name, message);
   let stopLaunching = false;
   const running = new Set<Promise<void>>();
   // Phases holding a slot: a plan phase frees its own once its child is done, while it is verified.
@@ -469,11 +455,7 @@ async function schedulePhases(
     const status = state.summary!.status;
     state.status = status;
     if (status === "ok") return;
-    const why = status === "skipped"
-      ? ctx.noLaunch ? "which was not reused (--no-launch)" : "which was not selected (--only)"
-      : status === "timeout"
-      ? "which timed out"
-      : "which failed";
+    const why = whyNotOk(status, ctx.noLaunch);
     for (const dep of dependentsOf(plan.phases, state.spec.name)) {
       skip(dep, `not run: it needs ${state.spec.name}, ${why}`);
     }
@@ -512,6 +494,32 @@ async function schedulePhases(
     );
   }
   return interrupted;
+}
+
+/** Marks a still-pending phase skipped, with the message its summary shows. */
+function skipPhase(states: Map<string, PhaseState>, name: string, message: string): void {
+  const s = states.get(name)!;
+  if (s.status !== "pending") return;
+  s.status = "skipped";
+  s.summary = {
+    name,
+    role: s.spec.role,
+    status: "skipped",
+    cached: false,
+    wall_s: 0,
+    exit_code: null,
+    message,
+    consumes: s.spec.consumes,
+  };
+}
+
+/** The clause that tells a dependent why its producer did not end ok. */
+function whyNotOk(status: PhaseStatus, noLaunch: boolean | undefined): string {
+  return status === "skipped"
+    ? noLaunch ? "which was not reused (--no-launch)" : "which was not selected (--only)"
+    : status === "timeout"
+    ? "which timed out"
+    : "which failed";
 }
 
 /** Hex digits of `experiment.resolved.yaml`'s SHA-256 that name a run's configuration. */
