@@ -232,27 +232,13 @@ async function runLocked(
   manifest.base_dir = options.baseDir;
   if (imported?.ranOn) manifest.ran_offline = { ...imported.ranOn };
   const states = phaseStates(plan.phases, await keysReady, forced);
-  const ctx: PhaseContext = {
-    experimentDir,
-    runDir,
-    earlierRuns,
-    suiteRuns,
-    baseDir: options.baseDir,
-    harnessEnv: options.harnessEnv,
+  const ctx = newPhaseContext(options, { experimentDir, runDir, earlierRuns, suiteRuns }, {
     manifest,
     manifestPath,
-    progress,
     states,
-    verifyCheckpoints: options.verifyCheckpoints ?? "auto",
-    gate: new LaunchGate(),
     noLaunch,
-  };
-  progress.runStart(
-    plan.experiment,
-    shownPath(options, runDir),
-    noLaunch ? plan.phases.length : selected.size,
-  );
-  for (const warning of plan.warnings) progress.note(`${warning.level}: ${warning.message}`);
+  });
+  announceRun(options, plan, runDir, noLaunch ? plan.phases.length : selected.size);
   const recorded = recordOnceLaunched(ctx, run, plan, {
     resolvedText,
     digests,
@@ -295,6 +281,36 @@ async function runLocked(
       ...[...states.values()].map((s) => s.completion),
     ]);
   }
+}
+
+/** Where a run's phases look: its own folder, the earlier runs and the suite's runs. */
+type RunFolders = Pick<PhaseContext, "experimentDir" | "runDir" | "earlierRuns" | "suiteRuns">;
+
+/** The context every phase of a run shares; the rest comes from the options. */
+function newPhaseContext(
+  options: RunOptions,
+  folders: RunFolders,
+  run: Pick<PhaseContext, "manifest" | "manifestPath" | "states" | "noLaunch">,
+): PhaseContext {
+  return {
+    ...folders,
+    baseDir: options.baseDir,
+    harnessEnv: options.harnessEnv,
+    manifest: run.manifest,
+    manifestPath: run.manifestPath,
+    progress: options.progress,
+    states: run.states,
+    verifyCheckpoints: options.verifyCheckpoints ?? "auto",
+    gate: new LaunchGate(),
+    noLaunch: run.noLaunch,
+  };
+}
+
+/** Tells the progress the run starts (with how many phases it may launch) and its warnings. */
+function announceRun(options: RunOptions, plan: ResolvedPlan, runDir: string, phases: number) {
+  const progress = options.progress;
+  progress.runStart(plan.experiment, shownPath(options, runDir), phases);
+  for (const warning of plan.warnings) progress.note(`${warning.level}: ${warning.message}`);
 }
 
 /**
