@@ -48,7 +48,21 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
   checkSchedule(exp, trainer, add);
   checkDevicePool(exp, add);
 
-  // Preset arguments wherever they reach a preset's process.
+  checkPresetArgsAndTools(exp, trainer, planner, add);
+  checkTopologies(exp, trainer, add);
+  checkToolPresence(exp, converter, planner, add);
+  checkProgramDetails(exp, add);
+  checkPhasesAndComparisons(exp, add);
+  return errors;
+}
+
+/** Preset arguments wherever they reach a preset's process, and each tool's preset fits its role. */
+function checkPresetArgsAndTools(
+  exp: Experiment,
+  trainer: PresetDescriptor | undefined,
+  planner: ProcessEntry | undefined,
+  add: Add,
+) {
   if (trainer) {
     checkPresetArgs(trainer, "trainer.args", exp.trainer.args, add);
     for (const key of trainer.requiredArgs ?? []) {
@@ -91,8 +105,10 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
     }
     if (own?.topology_args) add(`${kind}.topology_args`, "only used on the trainer");
   }
+}
 
-  // Topology consistency: each context as the process will see it.
+/** Topology consistency: each context as the process will see it. */
+function checkTopologies(exp: Experiment, trainer: PresetDescriptor | undefined, add: Add) {
   checkTopology("trainer.args", {}, exp.trainer.args ?? {}, add);
   for (const [name, entry] of Object.entries(exp.resume)) {
     checkTopology(`resume.${name}.args`, exp.trainer.args ?? {}, entry.args ?? {}, add);
@@ -101,8 +117,16 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
     checkTopology("plan_sync.target", exp.trainer.args ?? {}, exp.plan_sync.target, add);
   }
   if (trainer?.launcher) checkLauncherNodes(exp, add);
+}
 
-  // Converter and planner presence.
+/** A converter and a planner where the resumes and plan_sync need them; plan_sync's policies. */
+function checkToolPresence(
+  exp: Experiment,
+  converter: ProcessEntry | undefined,
+  planner: ProcessEntry | undefined,
+  add: Add,
+) {
+  const plannerPreset = presetNamed(planner?.preset);
   const universal = Object.entries(exp.resume).find(([, entry]) => entry.from === "universal");
   if (universal && !converter) {
     add(
@@ -131,8 +155,10 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
       }
     });
   }
+}
 
-  // Per-program details: metrics, retry, code inputs, placeholders.
+/** Per-program details: metrics, retry, code inputs, placeholders. */
+function checkProgramDetails(exp: Experiment, add: Add) {
   const programs: [ProgramKind, ProcessEntry | undefined][] = [
     ["trainer", exp.trainer],
     ["converter", exp.converter],
@@ -185,8 +211,10 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
       if (problem) add(`resume.${name}.env.${key}`, problem);
     }
   }
+}
 
-  // Phase names and comparisons.
+/** Phase names that clash, and comparisons that name unknown phases or bad windows. */
+function checkPhasesAndComparisons(exp: Experiment, add: Add) {
   const phases = phaseNames(exp);
   const counts = new Map<string, number>();
   for (const phase of phases) counts.set(phase, (counts.get(phase) ?? 0) + 1);
@@ -232,7 +260,6 @@ export function checkExperimentRules(exp: Experiment): ValidationError[] {
       }
     }
   });
-  return errors;
 }
 
 type Add = (path: string, message: string) => void;

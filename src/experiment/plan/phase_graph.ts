@@ -171,58 +171,80 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       if (r.from === "universal") nodes.push(resumeNode(name, r, ["convert"]));
     }
   }
-  if (exp.plan_sync) {
-    const planner = programEntry(exp, "planner");
-    const plannerArgs = programArgs(exp, "planner");
-    for (const policy of exp.plan_sync.policies) {
-      nodes.push({
-        name: `plan-${policy}`,
-        role: "plan",
-        tool: "planner",
-        entry: planner,
-        consumes: [saver],
-        args: plannerArgs,
-        policy,
-        stopAt: saveAt,
-      });
-    }
-    if (exp.plan_sync.execute) {
-      const executor = programEntry(exp, "executor");
-      for (const policy of exp.plan_sync.policies) {
-        nodes.push({
-          name: `execute-plan-${policy}`,
-          role: "execute",
-          tool: "executor",
-          entry: executor,
-          consumes: [`plan-${policy}`, saver],
-          args: programArgs(exp, "executor"),
-          policy,
-          stopAt: saveAt,
-        });
-      }
-    }
-    if (exp.plan_sync.resume) {
-      const targetArgs = mergeArgs(baseArgs, exp.plan_sync.target);
-      for (const policy of exp.plan_sync.policies) {
-        nodes.push(train(`resume-plan-${policy}`, "resume", {
-          consumes: [`plan-${policy}`, saver],
-          args: targetArgs,
-          resumeKind: "plan",
-          policy,
-          fromStep: saveAt,
-        }));
-      }
-    }
-  }
+  if (exp.plan_sync) nodes.push(...planSyncNodes(exp, exp.plan_sync, train, saver, saveAt));
   for (let k = 1; k <= exp.noise_floor.repeats; k++) {
     nodes.push(train(`baseline-repeat-${k}`, "repeat"));
   }
   // Calibrations last: they measure what a lane could catch and never change the verdict.
+  nodes.push(...calibrationNodes(exp, nodes));
+  return nodes;
+}
+
+/** Makes a trainer phase with the experiment's defaults; `extra` overrides them. */
+type TrainPhase = (name: string, role: PhaseRole, extra?: Partial<PhaseNode>) => PhaseNode;
+
+/** The plan_sync phases: each policy's plan, then their executions, then the plan resumes. */
+function planSyncNodes(
+  exp: Experiment,
+  planSync: NonNullable<Experiment["plan_sync"]>,
+  train: TrainPhase,
+  saver: string,
+  saveAt: number,
+): PhaseNode[] {
+  const nodes: PhaseNode[] = [];
+  const planner = programEntry(exp, "planner");
+  const plannerArgs = programArgs(exp, "planner");
+  for (const policy of planSync.policies) {
+    nodes.push({
+      name: `plan-${policy}`,
+      role: "plan",
+      tool: "planner",
+      entry: planner,
+      consumes: [saver],
+      args: plannerArgs,
+      policy,
+      stopAt: saveAt,
+    });
+  }
+  if (planSync.execute) {
+    const executor = programEntry(exp, "executor");
+    for (const policy of planSync.policies) {
+      nodes.push({
+        name: `execute-plan-${policy}`,
+        role: "execute",
+        tool: "executor",
+        entry: executor,
+        consumes: [`plan-${policy}`, saver],
+        args: programArgs(exp, "executor"),
+        policy,
+        stopAt: saveAt,
+      });
+    }
+  }
+  if (planSync.resume) {
+    const targetArgs = mergeArgs(exp.trainer.args ?? {}, planSync.target);
+    for (const policy of planSync.policies) {
+      nodes.push(train(`resume-plan-${policy}`, "resume", {
+        consumes: [`plan-${policy}`, saver],
+        args: targetArgs,
+        resumeKind: "plan",
+        policy,
+        fromStep: saveAt,
+      }));
+    }
+  }
+  return nodes;
+}
+
+/** The calibration resumes of `sensitivity`, each a copy of the resume it calibrates. */
+function calibrationNodes(exp: Experiment, nodes: readonly PhaseNode[]): PhaseNode[] {
+  const resumes = Object.entries(exp.resume);
+  const out: PhaseNode[] = [];
   const resumeNodes = new Map(nodes.flatMap((n) => n.resumeName ? [[n.resumeName, n]] : []));
   for (const [name, r] of resumes) {
     const resume = resumeNodes.get(name)!;
     for (const lrError of r.sensitivity?.lr_error ?? []) {
-      nodes.push({
+      out.push({
         ...resume,
         name: calibrationPhaseName(name, lrError),
         role: "calibrate",
@@ -230,7 +252,7 @@ export function phaseGraph(exp: Experiment): PhaseNode[] {
       });
     }
   }
-  return nodes;
+  return out;
 }
 
 /** Every phase that (transitively) consumes `name`. */

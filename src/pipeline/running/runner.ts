@@ -73,7 +73,7 @@ import { billLine, runBill } from "./run_bill.ts";
 import { launchOrder } from "./launch_order.ts";
 import { importBundle, type ImportResult } from "../offline/mod.ts";
 import type { Progress, RunCard } from "./run_progress.ts";
-import type { JudgeSettings, RunSummary } from "../../types/summary.ts";
+import type { JudgeSettings, PhaseStatus, RunSummary } from "../../types/summary.ts";
 
 /** How to run an experiment. */
 export interface RunOptions {
@@ -221,9 +221,7 @@ async function runLocked(
   const digests: CodeDigests = new Map();
   const keysReady = computeKeys(plan.phases, options.baseDir, options.harnessEnv, digests);
   keysReady.catch(() => {}); // awaited below
-  const allEarlier = (await listRuns(experimentDir)).filter((run) => run !== runDir);
-  for (const note of await quarantineIncomplete(experimentDir, allEarlier)) progress.note(note);
-  for (const note of await removeStrayTemporaries(experimentDir, allEarlier)) progress.note(note);
+  const allEarlier = await tidyEarlierRuns(experimentDir, runDir, progress);
   // An imported bundle is judged as it came back: no other earlier run stands in for its phases.
   const earlierRuns = imported ? [imported.runDir] : allEarlier;
   const suiteRuns = imported ? [] : await listSuiteRuns(options.resultsDir, experimentDir);
@@ -233,51 +231,20 @@ async function runLocked(
   const { manifest, gitKnown } = newManifest(options.experimentFile, hashes, unknownGit.promise);
   manifest.base_dir = options.baseDir;
   if (imported?.ranOn) manifest.ran_offline = { ...imported.ranOn };
-  const keys = await keysReady;
-  const states = new Map<string, PhaseState>(plan.phases.map((spec) => [spec.name, {
-    spec,
-    status: "pending",
-    key: keys.get(spec.name)!,
-    forced: forced.has(spec.name),
-    present: false,
-  }]));
-  const ctx: PhaseContext = {
-    experimentDir,
-    runDir,
-    earlierRuns,
-    suiteRuns,
-    baseDir: options.baseDir,
-    harnessEnv: options.harnessEnv,
+  const states = phaseStates(plan.phases, await keysReady, forced);
+  const ctx = newPhaseContext(options, { experimentDir, runDir, earlierRuns, suiteRuns }, {
     manifest,
     manifestPath,
-    progress,
     states,
-    verifyCheckpoints: options.verifyCheckpoints ?? "auto",
-    gate: new LaunchGate(),
     noLaunch,
-  };
-  progress.runStart(
-    plan.experiment,
-    shownPath(options, runDir),
-    noLaunch ? plan.phases.length : selected.size,
-  );
-  for (const warning of plan.warnings) progress.note(`${warning.level}: ${warning.message}`);
-  // What only records the run (the redacted experiment, input hashes, git, python, nvidia-smi) is
-  // written and probed once the first children run, not before them.
-  const recorded = ctx.gate.settled().then(async () => {
-    unknownGit.resolve(gitState());
-    const environment = collectEnvironment(
-      plan.phases,
-      resolvedText,
-      options.baseDir,
-      options.harnessEnv,
-      digests,
-    ).then((facts) => (manifest.environment = facts));
-    environment.catch(() => {}); // awaited below
-    Object.assign(hashes, await writeResolvedExperiment(runDir, exp, options.experimentFile));
-    await writePlan(runDir, run.plan, plan.warnings);
-    await writeJsonInTurn(manifestPath, manifest);
-    return await environment;
+  });
+  announceRun(options, plan, runDir, noLaunch ? plan.phases.length : selected.size);
+  const recorded = recordOnceLaunched(ctx, run, plan, {
+    resolvedText,
+    digests,
+    hashes,
+    experimentFile: options.experimentFile,
+    resolveGit: unknownGit.resolve,
   });
   recorded.catch(() => {}); // awaited after the phases
   let manifestWritten: Promise<void> | undefined;
@@ -314,6 +281,108 @@ async function runLocked(
       ...[...states.values()].map((s) => s.completion),
     ]);
   }
+}
+
+/** Where a run's phases look: its own folder, the earlier runs and the suite's runs. */
+type RunFolders = Pick<PhaseContext, "experimentDir" | "runDir" | "earlierRuns" | "suiteRuns">;
+
+/** The context every phase of a run shares; the rest comes from the options. */
+function newPhaseContext(
+  options: RunOptions,
+  folders: RunFolders,
+  run: Pick<PhaseContext, "manifest" | "manifestPath" | "states" | "noLaunch">,
+): PhaseContext {
+  return {
+    ...folders,
+    baseDir: options.baseDir,
+    harnessEnv: options.harnessEnv,
+    manifest: run.manifest,
+    manifestPath: run.manifestPath,
+    progress: options.progress,
+    states: run.states,
+    verifyCheckpoints: options.verifyCheckpoints ?? "auto",
+    gate: new LaunchGate(),
+    noLaunch: run.noLaunch,
+  };
+}
+
+/** Tells the progress the run starts (with how many phases it may launch) and its warnings. */
+function announceRun(options: RunOptions, plan: ResolvedPlan, runDir: string, phases: number) {
+  const progress = options.progress;
+  progress.runStart(plan.experiment, shownPath(options, runDir), phases);
+  for (const warning of plan.warnings) progress.note(`${warning.level}: ${warning.message}`);
+}
+
+/**
+ * Quarantines earlier runs left incomplete and removes stray temporaries, noting each; returns
+ * the earlier run folders (all but this run's).
+ */
+async function tidyEarlierRuns(
+  experimentDir: string,
+  runDir: string,
+  progress: Progress,
+): Promise<string[]> {
+  const allEarlier = (await listRuns(experimentDir)).filter((run) => run !== runDir);
+  for (const note of await quarantineIncomplete(experimentDir, allEarlier)) progress.note(note);
+  for (const note of await removeStrayTemporaries(experimentDir, allEarlier)) progress.note(note);
+  return allEarlier;
+}
+
+/** Each phase's starting state: pending, keyed, forced or not. */
+function phaseStates(
+  phases: readonly PhaseSpec[],
+  keys: Map<string, string>,
+  forced: Set<string>,
+): Map<string, PhaseState> {
+  return new Map<string, PhaseState>(phases.map((spec) => [spec.name, {
+    spec,
+    status: "pending",
+    key: keys.get(spec.name)!,
+    forced: forced.has(spec.name),
+    present: false,
+  }]));
+}
+
+/** What {@link recordOnceLaunched} writes besides the context's manifest. */
+interface RunRecord {
+  resolvedText: string;
+  digests: CodeDigests;
+  /** Filled with the input hashes once the resolved experiment is written. */
+  hashes: Record<string, string>;
+  experimentFile: string | null;
+  resolveGit: (git: Promise<Manifest["git"]>) => void;
+}
+
+/**
+ * Records the run (the redacted experiment, input hashes, git, python, nvidia-smi) and resolves to
+ * the environment facts. Only once the first children run, not before them: recording must not
+ * delay the launch.
+ */
+function recordOnceLaunched(
+  ctx: PhaseContext,
+  run: PlannedRun,
+  plan: ResolvedPlan,
+  record: RunRecord,
+): Promise<EnvironmentFacts> {
+  const { runDir, manifest } = ctx;
+  return ctx.gate.settled().then(async () => {
+    record.resolveGit(gitState());
+    const environment = collectEnvironment(
+      plan.phases,
+      record.resolvedText,
+      ctx.baseDir,
+      ctx.harnessEnv,
+      record.digests,
+    ).then((facts) => (manifest.environment = facts));
+    environment.catch(() => {}); // awaited below
+    Object.assign(
+      record.hashes,
+      await writeResolvedExperiment(runDir, run.experiment, record.experimentFile),
+    );
+    await writePlan(runDir, run.plan, plan.warnings);
+    await writeJsonInTurn(ctx.manifestPath, manifest);
+    return await environment;
+  });
 }
 
 /**
@@ -363,21 +432,7 @@ async function schedulePhases(
   keepGoing: boolean,
 ): Promise<ReturnType<typeof interruption>> {
   const { states } = ctx;
-  const skip = (name: string, message: string) => {
-    const s = states.get(name)!;
-    if (s.status !== "pending") return;
-    s.status = "skipped";
-    s.summary = {
-      name,
-      role: s.spec.role,
-      status: "skipped",
-      cached: false,
-      wall_s: 0,
-      exit_code: null,
-      message,
-      consumes: s.spec.consumes,
-    };
-  };
+  const skip = (name: string, message: string) => skipPhase(states, name, message);
   let stopLaunching = false;
   const running = new Set<Promise<void>>();
   // Phases holding a slot: a plan phase frees its own once its child is done, while it is verified.
@@ -416,11 +471,7 @@ async function schedulePhases(
     const status = state.summary!.status;
     state.status = status;
     if (status === "ok") return;
-    const why = status === "skipped"
-      ? ctx.noLaunch ? "which was not reused (--no-launch)" : "which was not selected (--only)"
-      : status === "timeout"
-      ? "which timed out"
-      : "which failed";
+    const why = whyNotOk(status, ctx.noLaunch);
     for (const dep of dependentsOf(plan.phases, state.spec.name)) {
       skip(dep, `not run: it needs ${state.spec.name}, ${why}`);
     }
@@ -459,6 +510,32 @@ async function schedulePhases(
     );
   }
   return interrupted;
+}
+
+/** Marks a still-pending phase skipped, with the message its summary shows. */
+function skipPhase(states: Map<string, PhaseState>, name: string, message: string): void {
+  const s = states.get(name)!;
+  if (s.status !== "pending") return;
+  s.status = "skipped";
+  s.summary = {
+    name,
+    role: s.spec.role,
+    status: "skipped",
+    cached: false,
+    wall_s: 0,
+    exit_code: null,
+    message,
+    consumes: s.spec.consumes,
+  };
+}
+
+/** The clause that tells a dependent why its producer did not end ok. */
+function whyNotOk(status: PhaseStatus, noLaunch: boolean | undefined): string {
+  return status === "skipped"
+    ? noLaunch ? "which was not reused (--no-launch)" : "which was not selected (--only)"
+    : status === "timeout"
+    ? "which timed out"
+    : "which failed";
 }
 
 /** Hex digits of `experiment.resolved.yaml`'s SHA-256 that name a run's configuration. */
