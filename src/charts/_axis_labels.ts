@@ -2,7 +2,7 @@
 // and vega `labelExpr`s that print values exactly as src/format/numbers.ts does. Vega's own
 // formats (`~s`, `.3~e`, U+2212 minus) disagree with the tables, so every label goes through here.
 
-import { BYTE_UNITS, stat, STAT_DIGITS } from "../format/numbers.ts";
+import { BYTE_UNITS, stat, STAT_DIGITS } from "../format/mod.ts";
 
 /**
  * Decade-aligned domain of the positive finite values (`[1e-7, 1e-2]`), null when there is none.

@@ -3,8 +3,8 @@
 // Exact lanes allow nothing (null: no line to draw).
 
 import { ulp32 } from "../parity/mod.ts";
-import { stat } from "../format/numbers.ts";
-import type { ComparisonSummary } from "../types/summary.ts";
+import { stat } from "../format/mod.ts";
+import type { ComparisonSummary } from "../types/mod.ts";
 
 /** The lane settings an envelope is computed from (a `ComparisonSummary` has them all). */
 export type LaneLimits = Pick<ComparisonSummary, "lane" | "rtol" | "atol" | "drift">;

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { exact } from "../format/numbers.ts";
+import { exact } from "../format/mod.ts";
 import { bottomLegend, type ChartSpec, FAIL_COLOR, INTERACTIVE_ONLY, xZoom } from "./_spec.ts";
 
 /** How the lines of an overlay are told apart. */

@@ -2,7 +2,7 @@
 // 0) and steps where a side is NaN or infinite. Consecutive steps of one kind are one bar, so a
 // 10,000-step identical stretch costs one mark, not 10,000 ticks.
 
-import { count, exact } from "../format/numbers.ts";
+import { count, exact } from "../format/mod.ts";
 import { type ChartSpec, FAIL_COLOR } from "./_spec.ts";
 
 /** Strip row of the steps where b equals a bit for bit. */

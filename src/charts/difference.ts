@@ -25,10 +25,9 @@
  * @module
  */
 
-import { comparisonUlpText, count, exact, stat, ulps } from "../format/numbers.ts";
+import { comparisonUlpText, count, exact, stat, ulps } from "../format/mod.ts";
 import { ulpDistanceIn, type UlpUnit, ulpUnitOf } from "../parity/mod.ts";
-import type { Lane } from "../types/judge_settings.ts";
-import type { ComparisonSummary, DriftSummary } from "../types/summary.ts";
+import type { ComparisonSummary, DriftSummary, Lane } from "../types/mod.ts";
 import {
   decadeDomain,
   logAxis,

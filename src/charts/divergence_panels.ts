@@ -8,7 +8,7 @@
  */
 
 import { blamedPhases, culprits } from "../parity/mod.ts";
-import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
+import type { ComparisonSummary, RunSummary } from "../types/mod.ts";
 import { alignDifference, type DivergencePanel, isIdentical } from "./difference.ts";
 import type { Series } from "./losses_table.ts";
 

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { CHART_DEFAULTS } from "../types/defaults.ts";
+import { CHART_DEFAULTS } from "../types/mod.ts";
 
 /** Default display budget per series (experiment `charts.max_points`, default in one place). */
 export const DEFAULT_MAX_POINTS: number = CHART_DEFAULTS.max_points;

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { count, exact, stat, ulps } from "../format/numbers.ts";
+import { count, exact, stat, ulps } from "../format/mod.ts";
 import { decadeDomain, decadeTicks, lookupLabelExpr } from "./_axis_labels.ts";
 import {
   bottomLegend,

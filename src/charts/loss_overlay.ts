@@ -13,8 +13,8 @@
  * @module
  */
 
-import { DEFAULT_METRIC } from "../types/defaults.ts";
-import { exact } from "../format/numbers.ts";
+import { DEFAULT_METRIC } from "../types/mod.ts";
+import { exact } from "../format/mod.ts";
 import { decadeDomain, logAxis, STAT_LABEL_EXPR } from "./_axis_labels.ts";
 import {
   type BandPoint,

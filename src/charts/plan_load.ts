@@ -6,8 +6,8 @@
  * @module
  */
 
-import { bytes } from "../format/numbers.ts";
-import type { PlanSyncSummary } from "../types/summary.ts";
+import { bytes } from "../format/mod.ts";
+import type { PlanSyncSummary } from "../types/mod.ts";
 import { BYTES_LABEL_EXPR, byteTicks } from "./_axis_labels.ts";
 import { type ChartSpec, CONFIG, SCHEMA_URL } from "./_spec.ts";
 

@@ -6,7 +6,7 @@
  */
 
 import { culprits } from "../parity/mod.ts";
-import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
+import type { ComparisonSummary, RunSummary } from "../types/mod.ts";
 import type { BandPoint } from "./downsample.ts";
 import { alignDifference, differenceSpec, isIdentical } from "./difference.ts";
 import { divergenceSpec } from "./difference.ts";

@@ -8,7 +8,7 @@
  */
 
 import { type Command, InvalidArgumentError } from "commander";
-import { EXIT_CODES } from "../types/exit_codes.ts";
+import { EXIT_CODES } from "../types/mod.ts";
 
 /** Receives the exit code a subcommand's action decided (README "Exit codes"). */
 export type ExitCodeSink = (exitCode: number) => void;

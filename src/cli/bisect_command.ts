@@ -11,10 +11,9 @@ import { Command } from "commander";
 import { dirname, resolve } from "node:path";
 import { formatValidationErrors, readExperimentFile } from "../experiment/mod.ts";
 import { consoleProgress } from "./console_progress.ts";
-import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
+import { DEFAULT_GOLDENS_DIR, EXIT_CODES } from "../types/mod.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { bisect, bisectPackage, formatBisect, formatPackageBisect } from "../reproduce/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
 import { collect, examples, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Options of `parity bisect`, as commander parses them. */

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { duration } from "../format/numbers.ts";
+import { duration } from "../format/mod.ts";
 import { followMetricsSteps, ProgressReporter } from "../process/mod.ts";
 import type { Follower, Progress, RunCard } from "../pipeline/running/mod.ts";
 

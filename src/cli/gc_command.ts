@@ -8,8 +8,7 @@
 
 import { Command } from "commander";
 import { collectGarbage, formatGcReport, type GcReport } from "../pipeline/store/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
-import { HarnessError } from "../types/harness_error.ts";
+import { EXIT_CODES, HarnessError } from "../types/mod.ts";
 import { examples, type Subcommand } from "./_subcommand.ts";
 
 /** Options of `parity gc`, as commander parses them. */

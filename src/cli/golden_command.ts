@@ -8,9 +8,8 @@
 
 import { Command } from "commander";
 import { resolve } from "node:path";
-import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
+import { DEFAULT_GOLDENS_DIR, EXIT_CODES } from "../types/mod.ts";
 import { saveGolden } from "../reproduce/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
 import { examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity golden` with its one action, `save`. */

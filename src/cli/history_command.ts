@@ -8,8 +8,7 @@
 
 import { Command } from "commander";
 import { historyPath, renderHistoryView } from "../report/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
-import { HarnessError } from "../types/harness_error.ts";
+import { EXIT_CODES, HarnessError } from "../types/mod.ts";
 import { examples, numberArgument, type Subcommand } from "./_subcommand.ts";
 
 const positiveInteger = numberArgument((x) => Number.isInteger(x) && x >= 1, "an integer >= 1");

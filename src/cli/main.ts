@@ -9,9 +9,7 @@
  */
 
 import { CommanderError } from "commander";
-import { asHarnessError } from "../types/environment_error.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
-import { UsageError } from "../types/harness_error.ts";
+import { asHarnessError, EXIT_CODES, UsageError } from "../types/mod.ts";
 import { helpPointer, printError } from "./_subcommand.ts";
 import { createProgram } from "./program.ts";
 

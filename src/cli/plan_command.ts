@@ -14,8 +14,7 @@ import { dirname, resolve } from "node:path";
 import { formatValidationErrors, readExperimentFile, resolvePlan } from "../experiment/mod.ts";
 import { formatPlanPreview, type PlanPreview, previewPlan } from "../pipeline/running/mod.ts";
 import { writeBundle } from "../pipeline/offline/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
-import { UsageError } from "../types/harness_error.ts";
+import { EXIT_CODES, UsageError } from "../types/mod.ts";
 import { collect, examples, type Subcommand } from "./_subcommand.ts";
 
 /** Options of `parity plan`, as commander parses them. */

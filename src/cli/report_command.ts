@@ -10,8 +10,7 @@
 import { FULL_VERIFY_LIMIT_GIB, runArtifactProblems } from "../pipeline/store/mod.ts";
 import { Command } from "commander";
 import { imageBaseUrlProblem, renderRun, resolveRunDir } from "../report/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
-import { HarnessError } from "../types/harness_error.ts";
+import { EXIT_CODES, HarnessError } from "../types/mod.ts";
 import { examples, printError, type Subcommand, usageError } from "./_subcommand.ts";
 
 /** Builds `parity report`. */

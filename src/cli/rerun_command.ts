@@ -10,7 +10,7 @@
 import { Command } from "commander";
 import { resolve } from "node:path";
 import { consoleProgress } from "./console_progress.ts";
-import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
+import { DEFAULT_GOLDENS_DIR } from "../types/mod.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { formatRerun, rerunRun } from "../reproduce/mod.ts";
 import { examples, type Subcommand } from "./_subcommand.ts";

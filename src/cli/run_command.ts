@@ -17,9 +17,8 @@ import {
 } from "../experiment/mod.ts";
 import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { consoleProgress } from "./console_progress.ts";
-import { DEFAULT_GOLDENS_DIR } from "../types/defaults.ts";
+import { DEFAULT_GOLDENS_DIR, EXIT_CODES } from "../types/mod.ts";
 import { runExperiment, type RunResult, shownPath } from "../pipeline/running/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
 import { judgeVerdicts } from "../parity/mod.ts";
 import { installSignalHandlers } from "../process/mod.ts";
 import { imageBaseUrlProblem, writeSuiteIndex } from "../report/mod.ts";

@@ -7,7 +7,7 @@
 
 import { Command } from "commander";
 import { experimentJsonSchema, writeSchemaFile } from "../experiment/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
+import { EXIT_CODES } from "../types/mod.ts";
 import { examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity schema`. */

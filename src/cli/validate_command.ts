@@ -9,7 +9,7 @@
 
 import { Command } from "commander";
 import { formatValidationErrors, parseSetArgument, readExperimentFile } from "../experiment/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
+import { EXIT_CODES } from "../types/mod.ts";
 import { collect, examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity validate`. */

@@ -9,8 +9,7 @@
 import { Command } from "commander";
 import { formatVerdict, verifyPlan } from "../affine/mod.ts";
 import { judgeVerdicts, planVerdict } from "../parity/mod.ts";
-import { EXIT_CODES } from "../types/exit_codes.ts";
-import { HarnessError } from "../types/harness_error.ts";
+import { EXIT_CODES, HarnessError } from "../types/mod.ts";
 import { examples, type Subcommand } from "./_subcommand.ts";
 
 /** Builds `parity verify-plan`. */

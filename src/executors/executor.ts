@@ -26,7 +26,7 @@
 
 import { join } from "node:path";
 import type { ChildStatus } from "../process/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
+import type { PhaseSpec } from "../types/mod.ts";
 
 /** What the pipeline hands an executor besides the phase (dependency inversion: no pipeline import). */
 export interface ExecutionContext {

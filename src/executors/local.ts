@@ -8,7 +8,7 @@
 
 import { join } from "node:path";
 import { runChild } from "../process/mod.ts";
-import type { LocalExecutorSpec, PhaseSpec } from "../types/phase_spec.ts";
+import type { LocalExecutorSpec, PhaseSpec } from "../types/mod.ts";
 import {
   type ExecutionContext,
   type ExecutionResult,

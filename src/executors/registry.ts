@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { ExecutorSpec } from "../types/phase_spec.ts";
+import type { ExecutorSpec } from "../types/mod.ts";
 import type { Executor, ExecutorRegistration } from "./executor.ts";
 import { LOCAL_EXECUTOR } from "./local.ts";
 import { SLURM_EXECUTOR } from "./slurm.ts";

@@ -20,7 +20,7 @@ import {
   isSecretName,
   registerLiveChild,
 } from "../process/mod.ts";
-import type { SlurmExecutorSpec } from "../types/phase_spec.ts";
+import type { SlurmExecutorSpec } from "../types/mod.ts";
 import {
   cancelJob,
   cancelJobNow,

@@ -7,7 +7,7 @@
  */
 
 import { join } from "node:path";
-import type { PhaseSpec, SlurmExecutorSpec } from "../types/phase_spec.ts";
+import type { PhaseSpec, SlurmExecutorSpec } from "../types/mod.ts";
 import type {
   EarlierLaunch,
   ExecutionContext,

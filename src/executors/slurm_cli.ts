@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { SlurmExecutorSpec } from "../types/phase_spec.ts";
+import type { SlurmExecutorSpec } from "../types/mod.ts";
 
 /** What `scontrol show job` says about a job. */
 export interface JobRecord {

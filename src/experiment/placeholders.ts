@@ -8,8 +8,7 @@
  * @module
  */
 
-import { EXIT_CODES } from "../types/exit_codes.ts";
-import { HarnessError } from "../types/harness_error.ts";
+import { EXIT_CODES, HarnessError } from "../types/mod.ts";
 import { didYouMean } from "./_did_you_mean.ts";
 
 /** Placeholders every program may use (the trainer contract's `PARITY_*` values, and more). */

@@ -9,18 +9,18 @@
 
 import { z } from "zod";
 import { CHECKPOINT_FORMATS, PRESET_NAMES } from "../presets/mod.ts";
-import type { CompareSpec } from "../types/phase_spec.ts";
-import { LANES } from "../types/judge_settings.ts";
 import {
   AUTO_TOLERANCE_DEFAULTS,
   CHART_DEFAULTS,
+  type CompareSpec,
   DEFAULT_ELEMENT_SIZE,
   DEFAULT_METRIC,
   DEFAULT_METRICS_FORMAT,
   DEFAULT_PHASE_TIMEOUT_S,
   DRIFT_DEFAULTS,
+  LANES,
   TOLERANCE_DEFAULTS,
-} from "../types/defaults.ts";
+} from "../types/mod.ts";
 
 const positiveInt = z.int("expected a positive integer").positive("expected a positive integer");
 const nonNegativeInt = z.int("expected a non-negative integer")

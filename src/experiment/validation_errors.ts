@@ -4,11 +4,10 @@
  * @module
  */
 
-import { EXIT_CODES } from "../types/exit_codes.ts";
-import { HarnessError } from "../types/harness_error.ts";
+import { EXIT_CODES, HarnessError } from "../types/mod.ts";
 
 /** The harness's one usage error (a malformed `--set`), re-exported for the loaders' callers. */
-export { UsageError } from "../types/harness_error.ts";
+export { UsageError } from "../types/mod.ts";
 
 /** One problem of an experiment file, at a dotted path such as `resume.reshard.args.world_size`. */
 export interface ValidationError {

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ComparisonSummary } from "../types/summary.ts";
+import type { ComparisonSummary } from "../types/mod.ts";
 
 /** Shown for a missing value. */
 const MISSING = "—";

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Diagnostic, LossAliasFinding } from "../types/summary.ts";
+import type { Diagnostic, LossAliasFinding } from "../types/mod.ts";
 import { type EventRecord, type MetricSeries, READER_CODES } from "./series.ts";
 
 /** A growable column: `values[i]`/`present[i]` for record `i`, valid below `length`. */

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { DEFAULT_METRICS_FORMAT } from "../types/defaults.ts";
+import { DEFAULT_METRICS_FORMAT } from "../types/mod.ts";
 import { readDeepspeedCsv } from "./deepspeed_csv.ts";
 import { readJsonl } from "./jsonl.ts";
 import { readLog } from "./log.ts";

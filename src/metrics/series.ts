@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Diagnostic } from "../types/summary.ts";
+import type { Diagnostic } from "../types/mod.ts";
 
 /** Metrics source formats (experiment `metrics.format`). */
 export type MetricsFormat = "jsonl" | "deepspeed-csv" | "log" | "tensorboard";

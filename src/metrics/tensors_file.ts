@@ -13,7 +13,7 @@
  */
 
 import { isAbsolute, join } from "node:path";
-import type { Diagnostic } from "../types/summary.ts";
+import type { Diagnostic } from "../types/mod.ts";
 import { type EventRecord, type MetricSeries, READER_CODES } from "./series.ts";
 
 /** The event field that says why a `tensors_file` could not be resolved. */

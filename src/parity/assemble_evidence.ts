@@ -10,8 +10,14 @@
  */
 
 import type { MetricSeries } from "../metrics/mod.ts";
-import { type PhaseSpec, type ResolvedPlan, savesCheckpoint } from "../types/phase_spec.ts";
-import type { Diagnostic, PhaseSummary, PlanSyncSummary } from "../types/summary.ts";
+import {
+  type Diagnostic,
+  type PhaseSpec,
+  type PhaseSummary,
+  type PlanSyncSummary,
+  type ResolvedPlan,
+  savesCheckpoint,
+} from "../types/mod.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { evaluateRun } from "./evaluate.ts";
 import { type GoldenFacts, judgeAgainstGolden } from "./golden_rules.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Diagnostic, Verdict } from "../types/summary.ts";
+import type { Diagnostic, Verdict } from "../types/mod.ts";
 
 /** Diagnostic codes the parity engine emits (besides the readers' `metrics-*` codes). */
 export const PARITY_CODES = {

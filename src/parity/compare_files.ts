@@ -11,8 +11,7 @@ import {
   readMetrics,
   type ReadOptions,
 } from "../metrics/mod.ts";
-import type { ExitCode } from "../types/exit_codes.ts";
-import type { ComparisonSummary, Diagnostic } from "../types/summary.ts";
+import type { ComparisonSummary, Diagnostic, ExitCode } from "../types/mod.ts";
 import { judgeSeries } from "./evaluate.ts";
 import { metricAbsent } from "./evidence_rules.ts";
 import { judgeVerdicts } from "./judge.ts";

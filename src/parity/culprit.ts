@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ComparisonSummary, PhaseSummary } from "../types/summary.ts";
+import type { ComparisonSummary, PhaseSummary } from "../types/mod.ts";
 
 /** A phase that diverged, with the earliest step any failing comparison blames it at. */
 export interface Culprit {

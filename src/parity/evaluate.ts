@@ -10,10 +10,11 @@ import { type MetricSeries, READER_CODES, readMetrics } from "../metrics/mod.ts"
 import {
   type ComparisonSummary,
   type Diagnostic,
+  type DriftSpec,
   type NoiseFloorSummary,
   type StateCheckSummary,
-} from "../types/summary.ts";
-import { stat } from "../format/numbers.ts";
+} from "../types/mod.ts";
+import { stat } from "../format/mod.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { metricsVerdict } from "./judge.ts";
 import {
@@ -33,7 +34,6 @@ import {
   type StepRange,
   withSensitivity,
 } from "./lanes/mod.ts";
-import type { DriftSpec } from "../types/phase_spec.ts";
 import { applyEvidenceRules, type EvidenceFacts } from "./evidence_rules.ts";
 import { planComparisons } from "./plan_comparisons.ts";
 import { checkAccumulation, checkLrSchedule, checkResumedSteps } from "./preflight.ts";

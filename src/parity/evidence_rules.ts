@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { ComparisonSummary, Verdict } from "../types/summary.ts";
+import type { ComparisonSummary, Verdict } from "../types/mod.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { worstVerdict } from "./worst_verdict.ts";
 import type { LaneResult } from "./lanes/mod.ts";

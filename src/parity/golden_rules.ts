@@ -9,9 +9,13 @@
  */
 
 import type { MetricSeries } from "../metrics/mod.ts";
-import { TOLERANCE_DEFAULTS } from "../types/defaults.ts";
-import type { ToleranceSpec } from "../types/phase_spec.ts";
-import type { ComparisonSummary, GoldenSummary, NoiseFloorSummary } from "../types/summary.ts";
+import {
+  type ComparisonSummary,
+  type GoldenSummary,
+  type NoiseFloorSummary,
+  TOLERANCE_DEFAULTS,
+  type ToleranceSpec,
+} from "../types/mod.ts";
 import { unjudgedComparison } from "./evaluate.ts";
 import type { GoldenEvidence } from "./judge.ts";
 import { worstVerdict } from "./worst_verdict.ts";

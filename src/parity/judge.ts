@@ -11,10 +11,11 @@
  * @module
  */
 
-import { EXIT_CODES, type ExitCode } from "../types/exit_codes.ts";
 import {
   type ComparisonSummary,
   type Diagnostic,
+  EXIT_CODES,
+  type ExitCode,
   type Finding,
   type GoldenSummary,
   type NoiseFloorSummary,
@@ -23,7 +24,7 @@ import {
   type PlanSyncSummary,
   type StateCheckSummary,
   type Verdict,
-} from "../types/summary.ts";
+} from "../types/mod.ts";
 import { diagnosticVerdict } from "./codes.ts";
 import { capByInputErrors, type InputErrors } from "./evidence_rules.ts";
 import { worstVerdict } from "./worst_verdict.ts";

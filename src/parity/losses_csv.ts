@@ -5,7 +5,7 @@
  * @module
  */
 
-import { DEFAULT_METRIC } from "../types/defaults.ts";
+import { DEFAULT_METRIC } from "../types/mod.ts";
 import type { MetricSeries } from "../metrics/mod.ts";
 
 /**

@@ -11,9 +11,7 @@
  * @module
  */
 
-import { DEFAULT_METRIC } from "../types/defaults.ts";
-import type { LaneChoice } from "../types/phase_spec.ts";
-import type { Diagnostic } from "../types/summary.ts";
+import { DEFAULT_METRIC, type Diagnostic, type LaneChoice } from "../types/mod.ts";
 import { PARITY_CODES } from "./codes.ts";
 import type { EvaluationInput, PhaseEvidence, PlannedComparison } from "./types.ts";
 

@@ -7,7 +7,7 @@
  */
 
 import { type MetricSeries, valueAt } from "../metrics/mod.ts";
-import type { Diagnostic } from "../types/summary.ts";
+import type { Diagnostic } from "../types/mod.ts";
 import { PARITY_CODES } from "./codes.ts";
 import { findDigestEvent } from "./state/mod.ts";
 

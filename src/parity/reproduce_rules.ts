@@ -7,8 +7,7 @@
  * @module
  */
 
-import { EXIT_CODES } from "../types/exit_codes.ts";
-import type { PhaseSummary, Verdict } from "../types/summary.ts";
+import { EXIT_CODES, type PhaseSummary, type Verdict } from "../types/mod.ts";
 
 /** Verdict of a rerun. */
 export type RerunVerdict = "REPRODUCED" | "DRIFTED" | "ERROR";

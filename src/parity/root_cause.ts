@@ -18,7 +18,7 @@ import type {
   PlanExecution,
   RunSummary,
   StateCheckSummary,
-} from "../types/summary.ts";
+} from "../types/mod.ts";
 import { driftFailureText } from "./lanes/mod.ts";
 import { causeLines } from "./_child_tail.ts";
 import {
@@ -29,7 +29,7 @@ import {
   masterNotRestored,
   tensorList,
 } from "./state/mod.ts";
-import { stat } from "../format/numbers.ts";
+import { stat } from "../format/mod.ts";
 
 /** The stable codes of {@link Finding}s. */
 export const CAUSE_CODES = {

@@ -8,8 +8,7 @@
  */
 
 import type { MetricSeries } from "../metrics/mod.ts";
-import type { PhaseSpec } from "../types/phase_spec.ts";
-import type { Diagnostic } from "../types/summary.ts";
+import type { Diagnostic, PhaseSpec } from "../types/mod.ts";
 
 /** Diagnostic codes of {@linkcode scheduleDiagnostics}. */
 const SCHEDULE_CODES = {

@@ -8,18 +8,16 @@ import type { MetricSeries, MetricsFormat } from "../metrics/mod.ts";
 import type {
   Calibration,
   CompareSpec,
+  ComparisonSummary,
+  Diagnostic,
   DriftSpec,
   Lane,
   LaneChoice,
-  ToleranceSpec,
-} from "../types/phase_spec.ts";
-import type {
-  ComparisonSummary,
-  Diagnostic,
   NoiseFloorSummary,
   StateCheckSummary,
+  ToleranceSpec,
   Verdict,
-} from "../types/summary.ts";
+} from "../types/mod.ts";
 
 /** What the pipeline knows about one finished (or failed) phase. */
 export interface PhaseEvidence {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { type Verdict, VERDICT_RANK } from "../types/summary.ts";
+import { type Verdict, VERDICT_RANK } from "../types/mod.ts";
 
 /** The worst of several verdicts (PASS for none). */
 export function worstVerdict(verdicts: Iterable<Verdict>): Verdict {

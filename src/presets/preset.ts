@@ -8,7 +8,7 @@
  */
 
 import type { CheckpointFormat } from "./checkpoint_readers.ts";
-import type { MetricsFormat, PhaseTool } from "../types/phase_spec.ts";
+import type { MetricsFormat, PhaseTool } from "../types/mod.ts";
 
 /** One argument a preset understands (`trainer.args.<key>`). */
 export interface PresetArg {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { duration } from "../format/numbers.ts";
+import { duration } from "../format/mod.ts";
 
 /** Options of {@linkcode ProgressReporter}. */
 export interface ProgressOptions {

@@ -6,7 +6,7 @@
  */
 
 import { basename } from "node:path";
-import type { BillSaving, RunSummary } from "../types/summary.ts";
+import type { BillSaving, RunSummary } from "../types/mod.ts";
 
 /** `40 step-equivalents, 12.3 device-seconds` (device-seconds where the summary has them). */
 function savedText(saving: BillSaving): string {

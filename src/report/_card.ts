@@ -1,6 +1,6 @@
 // The root-cause card as plain data, so report.md, report.html and junit.xml say the same thing.
 
-import type { Finding, RunSummary, Verdict } from "../types/summary.ts";
+import type { Finding, RunSummary, Verdict } from "../types/mod.ts";
 import { verdictLabel } from "./_format.ts";
 
 /** One card entry, ready to render. */

@@ -1,6 +1,6 @@
 // Text helpers shared by the Markdown, HTML and JUnit writers (numbers: src/format/numbers.ts).
 
-import type { PlannerRecord, SecondOpinion, Verdict } from "../types/summary.ts";
+import type { PlannerRecord, SecondOpinion, Verdict } from "../types/mod.ts";
 
 /** Emoji shown before a verdict (GitHub renders these in headings and tables). */
 const VERDICT_EMOJI: Record<Verdict | "N/A", string> = {

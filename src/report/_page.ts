@@ -2,8 +2,8 @@
 // index): style, verdict badges that need no emoji font, and the offline chart embedding with a
 // reset-zoom button per chart.
 
-import type { Verdict } from "../types/summary.ts";
-import type { ChartSpec } from "../charts/_spec.ts";
+import type { Verdict } from "../types/mod.ts";
+import type { ChartSpec } from "../charts/mod.ts";
 import { browserBundles } from "./_bundles.ts";
 import { escapeHtml } from "./_format.ts";
 

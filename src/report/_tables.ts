@@ -7,7 +7,7 @@ import type {
   PlanSyncSummary,
   StateCheckSummary,
   Verdict,
-} from "../types/summary.ts";
+} from "../types/mod.ts";
 import {
   componentList,
   type Culprit,
@@ -26,7 +26,7 @@ import {
   exact,
   percent,
   stat,
-} from "../format/numbers.ts";
+} from "../format/mod.ts";
 import { plannerText, secondOpinionText, verdictLabel } from "./_format.ts";
 import type { LoadedRun } from "./load_run.ts";
 import type { PreviousRun } from "./history.ts";

@@ -8,9 +8,9 @@
 
 import { parse } from "csv-parse/sync";
 import { stringify } from "csv-stringify/sync";
-import type { RunSummary } from "../types/summary.ts";
+import type { RunSummary } from "../types/mod.ts";
 import { relative } from "node:path";
-import { comparisonUlp } from "../format/numbers.ts";
+import { comparisonUlp } from "../format/mod.ts";
 import { writeTextAtomic } from "../process/mod.ts";
 
 /** Columns of `history.csv`, in order (a contract for CI dashboards: only ever append columns). */

@@ -6,9 +6,8 @@
  * @module
  */
 
-import { historyTrendSpec, type TrendPoint } from "../charts/history_trend.ts";
-import { writeChart } from "../charts/render_chart.ts";
-import { exact, stat, ulps } from "../format/numbers.ts";
+import { historyTrendSpec, type TrendPoint, writeChart } from "../charts/mod.ts";
+import { exact, stat, ulps } from "../format/mod.ts";
 import { escapeHtml } from "./_format.ts";
 import { chartBlock, htmlPage } from "./_page.ts";
 import { type Cell, type Table, verdictCell } from "./_tables.ts";

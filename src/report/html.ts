@@ -9,7 +9,7 @@
  */
 
 import { billSentences } from "./_bill.ts";
-import type { NamedChart } from "../charts/run_charts.ts";
+import type { NamedChart } from "../charts/mod.ts";
 import { culprits } from "../parity/mod.ts";
 import { escapeHtml } from "./_format.ts";
 import { badge, chartBlock, htmlPage } from "./_page.ts";

@@ -8,8 +8,8 @@
  * @module
  */
 
-import type { RunSummary } from "../types/summary.ts";
-import { comparisonUlp, comparisonUlpText, exact } from "../format/numbers.ts";
+import type { RunSummary } from "../types/mod.ts";
+import { comparisonUlp, comparisonUlpText, exact } from "../format/mod.ts";
 import {
   blamedPhases,
   componentList,

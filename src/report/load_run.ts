@@ -6,10 +6,14 @@
  * @module
  */
 
-import { type LossTable, parseLossesCsv, type Series, seriesOf } from "../charts/losses_table.ts";
-import { DEFAULT_MAX_POINTS } from "../charts/downsample.ts";
-import type { ComparisonSummary, RunSummary } from "../types/summary.ts";
-import { readSummary } from "../types/read_summary.ts";
+import {
+  DEFAULT_MAX_POINTS,
+  type LossTable,
+  parseLossesCsv,
+  type Series,
+  seriesOf,
+} from "../charts/mod.ts";
+import { type ComparisonSummary, readSummary, type RunSummary } from "../types/mod.ts";
 import { stripAnsi, tailLines } from "./_format.ts";
 import { type PreviousRun, previousRun, readHistory } from "./history.ts";
 import { dirname } from "node:path";

@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { NamedChart } from "../charts/run_charts.ts";
+import type { NamedChart } from "../charts/mod.ts";
 import { escapeHtml, verdictLabel } from "./_format.ts";
 import {
   type Cell,
@@ -33,12 +33,7 @@ import {
 import type { LoadedRun } from "./load_run.ts";
 import { rootCauseCard } from "./_card.ts";
 import { billSentences } from "./_bill.ts";
-import type {
-  ComparisonSummary,
-  GoldenSummary,
-  StateCheckSummary,
-  Verdict,
-} from "../types/summary.ts";
+import type { ComparisonSummary, GoldenSummary, StateCheckSummary, Verdict } from "../types/mod.ts";
 import { type Culprit, culprits, stateCheckName } from "../parity/mod.ts";
 
 /** The invisible marker a CI job searches for: `<!-- parity-report:<experiment> -->`. */

@@ -6,8 +6,7 @@
  * @module
  */
 
-import { buildRunCharts, type NamedChart } from "../charts/run_charts.ts";
-import { writeChart } from "../charts/render_chart.ts";
+import { buildRunCharts, type NamedChart, writeChart } from "../charts/mod.ts";
 import { renderHtml } from "./html.ts";
 import { renderJunit } from "./junit.ts";
 import { type LoadedRun, loadRun } from "./load_run.ts";

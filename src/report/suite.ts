@@ -8,9 +8,9 @@
  */
 
 import { relative } from "node:path";
-import { type RunSummary, VERDICT_RANK } from "../types/summary.ts";
+import { type RunSummary, VERDICT_RANK } from "../types/mod.ts";
 import { culprits } from "../parity/mod.ts";
-import { duration } from "../format/numbers.ts";
+import { duration } from "../format/mod.ts";
 import { escapeHtml, verdictLabel } from "./_format.ts";
 import { renderJunit } from "./junit.ts";
 import { badge, htmlPage } from "./_page.ts";

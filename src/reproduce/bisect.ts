@@ -16,9 +16,7 @@ import { type Experiment, resolvePlan } from "../experiment/mod.ts";
 import { interruption } from "../process/mod.ts";
 import { codeInputDir } from "../pipeline/store/mod.ts";
 import { type Progress, runExperiment } from "../pipeline/running/mod.ts";
-import { UsageError } from "../types/harness_error.ts";
-import type { ResolvedPlan } from "../types/phase_spec.ts";
-import type { RunSummary, Verdict } from "../types/summary.ts";
+import { type ResolvedPlan, type RunSummary, UsageError, type Verdict } from "../types/mod.ts";
 import { git, gitOk } from "./git.ts";
 import { bisectExitCode, type BisectOutcome } from "../parity/mod.ts";
 

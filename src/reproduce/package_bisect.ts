@@ -13,8 +13,7 @@
 import { type Experiment, resolvePlan, trainerPreset } from "../experiment/mod.ts";
 import { interruption } from "../process/mod.ts";
 import { type Progress, runExperiment } from "../pipeline/running/mod.ts";
-import { UsageError } from "../types/harness_error.ts";
-import type { RunSummary, Verdict } from "../types/summary.ts";
+import { type RunSummary, UsageError, type Verdict } from "../types/mod.ts";
 import {
   bisectExitCode,
   type BisectOutcome,

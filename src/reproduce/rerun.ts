@@ -14,14 +14,13 @@ import { resolvePlan } from "../experiment/mod.ts";
 import { readMetrics } from "../metrics/mod.ts";
 import { type Manifest, writeJsonAtomic } from "../pipeline/store/mod.ts";
 import { type Progress, runExperiment } from "../pipeline/running/mod.ts";
-import { type PhaseSpec, placePlan } from "../types/phase_spec.ts";
+import { type PhaseSpec, placePlan, type RunSummary } from "../types/mod.ts";
 import {
   judgeRerun,
   type ReproductionOutcome,
   RERUN_EXIT_CODES,
   type RerunVerdict,
 } from "../parity/mod.ts";
-import type { RunSummary } from "../types/summary.ts";
 import { diffManifests, type EnvironmentDifference } from "./manifest_diff.ts";
 import { diffSeries, type SeriesDifference } from "./metrics_diff.ts";
 import { readStoredPlan, readStoredRun } from "./stored_run.ts";

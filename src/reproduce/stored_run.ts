@@ -15,11 +15,15 @@ import {
   resolvePlan,
   validateExperiment,
 } from "../experiment/mod.ts";
-import { placePlan, PLAN_FILE, type ResolvedPlan } from "../types/phase_spec.ts";
+import {
+  placePlan,
+  PLAN_FILE,
+  readSummary,
+  type ResolvedPlan,
+  type RunSummary,
+  UsageError,
+} from "../types/mod.ts";
 import type { Manifest } from "../pipeline/store/mod.ts";
-import { UsageError } from "../types/harness_error.ts";
-import { readSummary } from "../types/read_summary.ts";
-import type { RunSummary } from "../types/summary.ts";
 
 /** A run folder that cannot be replayed (bad path, missing or invalid files): exit code 2. */
 export class StoredRunError extends UsageError {}

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { DevicePoolSpec, PhaseTool } from "../../types/phase_spec.ts";
+import type { DevicePoolSpec, PhaseTool } from "../../types/mod.ts";
 
 /**
  * Devices a phase takes from a pool of `kind`: a trainer its `world_size` (one rank per GPU or

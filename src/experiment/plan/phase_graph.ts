@@ -8,9 +8,13 @@
  */
 
 import { type PresetDescriptor, presetNamed } from "../../presets/mod.ts";
-import type { Calibration, PhaseTool, ResumeKind } from "../../types/phase_spec.ts";
-import type { PhaseRole } from "../../types/summary.ts";
-import { DEFAULT_PHASE_TIMEOUT_S } from "../../types/defaults.ts";
+import {
+  type Calibration,
+  DEFAULT_PHASE_TIMEOUT_S,
+  type PhaseRole,
+  type PhaseTool,
+  type ResumeKind,
+} from "../../types/mod.ts";
 import type { Experiment, ProcessEntry, ResumeEntry, TrainerArgs } from "../schema.ts";
 import { lastSave, resumeFromStep, saveSteps } from "./save_steps.ts";
 

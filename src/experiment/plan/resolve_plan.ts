@@ -14,11 +14,25 @@
 
 import { deviceDemand } from "./device_demand.ts";
 import {
+  CHECKPOINT_FILES_DOCUMENT,
+  checkpointFolder,
   DEFAULT_ELEMENT_SIZE,
   DEFAULT_METRICS_FORMAT,
+  type Diagnostic,
   DRIFT_DEFAULTS,
+  type ExecutorSpec,
+  type LaneChoice,
+  type MetricsSpec,
+  type PhasePaths,
+  type PhaseSpec,
+  placePlan,
+  type ResolvedPlan,
+  RUN_FOLDER,
+  savesCheckpoint,
+  type SlurmExecutorSpec,
   TOLERANCE_DEFAULTS,
-} from "../../types/defaults.ts";
+  universalFolder,
+} from "../../types/mod.ts";
 import { isAbsolute, join, resolve } from "node:path";
 import {
   argText,
@@ -28,26 +42,11 @@ import {
   presetNamed,
   topologyArgs,
 } from "../../presets/mod.ts";
-import {
-  CHECKPOINT_FILES_DOCUMENT,
-  type ExecutorSpec,
-  type LaneChoice,
-  type MetricsSpec,
-  type PhasePaths,
-  type PhaseSpec,
-  placePlan,
-  type ResolvedPlan,
-  RUN_FOLDER,
-  type SlurmExecutorSpec,
-} from "../../types/phase_spec.ts";
-import { savesCheckpoint } from "../../types/phase_spec.ts";
 import { canonicalJson } from "../canonical_json.ts";
 import { checkpointPhase, phaseGraph, type PhaseNode, trainerPreset } from "./phase_graph.ts";
 import { checkpointFormatOf, readerPythonOf } from "./checkpoint_read_back.ts";
 import { interpolate, interpolateArg } from "../placeholders.ts";
 import type { ExecutorEntry, Experiment, TrainerArgs } from "../schema.ts";
-import type { Diagnostic } from "../../types/summary.ts";
-import { checkpointFolder, universalFolder } from "../../types/checkpoint_folder.ts";
 import { lastSave, saveSteps, stepList } from "./save_steps.ts";
 
 /** Warning code of a command trainer's split without a completion marker (docs/parity.md). */

@@ -19,10 +19,9 @@
  * @module
  */
 
-import { DEFAULT_METRIC } from "../../types/defaults.ts";
-import { ulps } from "../../format/numbers.ts";
+import { DEFAULT_METRIC, type DriftFailure, type DriftSummary } from "../../types/mod.ts";
+import { ulps } from "../../format/mod.ts";
 import type { MetricSeries } from "../../metrics/mod.ts";
-import type { DriftFailure, DriftSummary } from "../../types/summary.ts";
 import { compareLane, type LaneResult, type StepRange } from "./lanes.ts";
 import { sortedHas } from "./_sorted.ts";
 import { twoSidedQuantile, twoSidedTail } from "./_student_t.ts";

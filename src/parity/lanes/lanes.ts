@@ -15,10 +15,9 @@
  * @module
  */
 
-import { DEFAULT_METRIC } from "../../types/defaults.ts";
-import { ulps } from "../../format/numbers.ts";
+import { type ComparisonSummary, DEFAULT_METRIC } from "../../types/mod.ts";
+import { ulps } from "../../format/mod.ts";
 import type { MetricSeries } from "../../metrics/mod.ts";
-import type { ComparisonSummary } from "../../types/summary.ts";
 import { ulpDistance32, ulpDistance64 } from "./ulp.ts";
 
 /** Lane names of {@link compareLane} (the drift lane is `drift.ts`). */

@@ -8,9 +8,13 @@
  */
 
 import type { MetricSeries } from "../../metrics/mod.ts";
-import { NOISE_RTOL_RULE } from "../../types/defaults.ts";
-import type { ToleranceSpec } from "../../types/judge_settings.ts";
-import type { Diagnostic, NoiseFloorSummary, NoiseRtolDerivation } from "../../types/summary.ts";
+import {
+  type Diagnostic,
+  NOISE_RTOL_RULE,
+  type NoiseFloorSummary,
+  type NoiseRtolDerivation,
+  type ToleranceSpec,
+} from "../../types/mod.ts";
 import { PARITY_CODES } from "../codes.ts";
 
 /** Most per-step spread entries kept in the summary. */

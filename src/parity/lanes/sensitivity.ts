@@ -7,7 +7,7 @@
  * @module
  */
 
-import { percent } from "../../format/numbers.ts";
+import { percent } from "../../format/mod.ts";
 import type { MetricSeries } from "../../metrics/mod.ts";
 import type {
   CalibrationResult,
@@ -15,7 +15,7 @@ import type {
   Diagnostic,
   SensitivitySummary,
   Verdict,
-} from "../../types/summary.ts";
+} from "../../types/mod.ts";
 import { PARITY_CODES } from "../codes.ts";
 import type { PhaseEvidence, PlannedComparison } from "../types.ts";
 

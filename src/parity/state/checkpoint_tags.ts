@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Diagnostic } from "../../types/summary.ts";
+import type { Diagnostic } from "../../types/mod.ts";
 import { PARITY_CODES } from "../codes.ts";
 
 /** Tag folders named before the rest are counted. */

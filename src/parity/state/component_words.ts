@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { StateCheckSummary } from "../../types/summary.ts";
+import type { StateCheckSummary } from "../../types/mod.ts";
 
 /** Per framework: component -> what it is in that framework's words. */
 const COMPONENT_WORDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {

@@ -12,7 +12,7 @@
  */
 
 import type { EventRecord, MetricSeries } from "../../metrics/mod.ts";
-import type { StateCheckSummary } from "../../types/summary.ts";
+import type { StateCheckSummary } from "../../types/mod.ts";
 import { MAX_TENSORS_NAMED } from "./state_checks.ts";
 
 /** The component a gradient carry-over is named by. */

@@ -8,12 +8,7 @@
  * @module
  */
 
-import type {
-  PhaseStatus,
-  PlanExecution,
-  PlanSyncSummary,
-  SlotMismatch,
-} from "../../types/summary.ts";
+import type { PhaseStatus, PlanExecution, PlanSyncSummary, SlotMismatch } from "../../types/mod.ts";
 
 /** One parameter as a process holds it. */
 export interface ProcessParameter {

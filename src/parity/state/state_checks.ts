@@ -9,7 +9,7 @@
  */
 
 import { type EventRecord, type MetricSeries, TENSORS_ERROR_FIELD } from "../../metrics/mod.ts";
-import type { LoadedSave, StateCheckSummary } from "../../types/summary.ts";
+import type { LoadedSave, StateCheckSummary } from "../../types/mod.ts";
 
 /** The event named `name` carrying a `digests` object, preferring one at `step`. */
 export function findDigestEvent(

@@ -21,8 +21,7 @@ import { basename, join, resolve } from "node:path";
 import type { Experiment } from "../../experiment/mod.ts";
 import { HARNESS_REDACTION, isSecretName } from "../../process/mod.ts";
 import { DEEPSPEED_VENV, PROJECT_DIR } from "../../presets/mod.ts";
-import { type PhaseSpec, placePlan, type ResolvedPlan } from "../../types/phase_spec.ts";
-import { UsageError } from "../../types/harness_error.ts";
+import { type PhaseSpec, placePlan, type ResolvedPlan, UsageError } from "../../types/mod.ts";
 import {
   computeKeys,
   experimentFolderName,

@@ -13,12 +13,17 @@
  */
 
 import { join } from "node:path";
-import { phaseLogs } from "../../executors/executor.ts";
-import { bytes } from "../../format/numbers.ts";
+import { phaseLogs } from "../../executors/mod.ts";
+import { bytes } from "../../format/mod.ts";
 import { fileTail } from "../../process/mod.ts";
-import { type PhaseSpec, placePlan, type ResolvedPlan } from "../../types/phase_spec.ts";
-import type { Diagnostic, PhaseStatus } from "../../types/summary.ts";
-import { UsageError } from "../../types/harness_error.ts";
+import {
+  type Diagnostic,
+  type PhaseSpec,
+  type PhaseStatus,
+  placePlan,
+  type ResolvedPlan,
+  UsageError,
+} from "../../types/mod.ts";
 import {
   assertInside,
   checkpointRoots,

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { PhaseSpec } from "../../types/phase_spec.ts";
+import type { PhaseSpec } from "../../types/mod.ts";
 import { writeJsonAtomic } from "../store/mod.ts";
 
 /** What `checkpoint_files.json` holds. */

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { DevicePoolSpec } from "../../types/phase_spec.ts";
+import type { DevicePoolSpec } from "../../types/mod.ts";
 
 /** Environment variable naming the CPU cores a phase may use (comma-separated core numbers). */
 export const PARITY_CPUS = "PARITY_CPUS";

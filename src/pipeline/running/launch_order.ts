@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { PhaseSpec } from "../../types/phase_spec.ts";
+import type { PhaseSpec } from "../../types/mod.ts";
 import { phaseSteps } from "./run_bill.ts";
 
 /** Phase names, longest remaining chain first; ties keep the plan's order. */

@@ -7,14 +7,12 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { executorFor } from "../../executors/registry.ts";
-import type { ExecutionResult } from "../../executors/executor.ts";
+import { type ExecutionResult, executorFor } from "../../executors/mod.ts";
 import { readMetrics } from "../../metrics/mod.ts";
 import { interruption } from "../../process/mod.ts";
 import type { LaunchHooks, PhaseContext, PhaseState } from "./phase_state.ts";
 import type { Follower } from "./run_progress.ts";
-import { savesCheckpoint } from "../../types/phase_spec.ts";
-import type { PhaseStatus, PhaseSummary } from "../../types/summary.ts";
+import { type PhaseStatus, type PhaseSummary, savesCheckpoint } from "../../types/mod.ts";
 import {
   ATTEMPT_DIR_PATTERN,
   type CacheHit,

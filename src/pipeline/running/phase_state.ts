@@ -7,13 +7,13 @@
  */
 
 import type { MetricSeries } from "../../metrics/mod.ts";
-import type { PhaseSpec } from "../../types/phase_spec.ts";
 import type {
   PhaseDevices,
+  PhaseSpec,
   PhaseStatus,
   PhaseSummary,
   PlanSyncSummary,
-} from "../../types/summary.ts";
+} from "../../types/mod.ts";
 import type { CheckpointVerifyMode, Manifest } from "../store/mod.ts";
 import type { LaunchGate } from "./launch_gate.ts";
 import type { Progress } from "./run_progress.ts";

@@ -8,7 +8,7 @@
  */
 
 import { parsePlanFile, type PlanVerdict, secondOpinion, verifyPlan } from "../../affine/mod.ts";
-import type { PlannerRecord, PlanSyncSummary, SecondOpinion } from "../../types/summary.ts";
+import type { PlannerRecord, PlanSyncSummary, SecondOpinion } from "../../types/mod.ts";
 import { HARNESS_VERSION } from "../store/mod.ts";
 
 /** The `plan_sync[]` record of one policy's plan from the verifier's verdict. */

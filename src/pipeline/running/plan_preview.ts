@@ -10,13 +10,13 @@ import { join, relative } from "node:path";
 import { redactEnv } from "../../process/mod.ts";
 import { phaseDevices, phaseSteps, type PlannedBill, plannedBill, savingText } from "./run_bill.ts";
 import {
+  type BillSaving,
   type DevicePoolSpec,
   type PhaseSpec,
   placePlan,
   type ResolvedPlan,
   savesCheckpoint,
-} from "../../types/phase_spec.ts";
-import type { BillSaving } from "../../types/summary.ts";
+} from "../../types/mod.ts";
 import {
   cacheKeyEnv,
   computeKeys,

@@ -8,8 +8,13 @@
  */
 
 import { deviceDemand } from "../../experiment/mod.ts";
-import { type PhaseSpec, savesCheckpoint } from "../../types/phase_spec.ts";
-import type { BillSaving, PhaseSummary, RunBill } from "../../types/summary.ts";
+import {
+  type BillSaving,
+  type PhaseSpec,
+  type PhaseSummary,
+  type RunBill,
+  savesCheckpoint,
+} from "../../types/mod.ts";
 
 /**
  * Optimizer steps a phase trains: a baseline, split or repeat from step 1 to its stop, a resume

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { type PhaseStatus, type Verdict } from "../../types/summary.ts";
+import { type PhaseStatus, type Verdict } from "../../types/mod.ts";
 
 /** Stops following a phase. */
 export interface Follower {

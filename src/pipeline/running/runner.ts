@@ -24,14 +24,18 @@ import {
 } from "../../parity/mod.ts";
 import { HARNESS_REDACTION, interruption, writeTextAtomic } from "../../process/mod.ts";
 import { appendHistory, renderRun } from "../../report/mod.ts";
-import { describeEnvironmentError } from "../../types/environment_error.ts";
 import {
+  DEFAULT_GOLDENS_DIR,
+  describeEnvironmentError,
+  type JudgeSettings,
   type JudgeSpec,
   type PhaseSpec,
+  type PhaseStatus,
   placePlan,
   PLAN_FILE,
   type ResolvedPlan,
-} from "../../types/phase_spec.ts";
+  type RunSummary,
+} from "../../types/mod.ts";
 import {
   acquireRunLock,
   assertInside,
@@ -63,7 +67,6 @@ import {
 } from "../store/mod.ts";
 import { splitTagWarnings } from "./split_tags.ts";
 import { readGoldenFacts } from "./golden.ts";
-import { DEFAULT_GOLDENS_DIR } from "../../types/defaults.ts";
 import { executePhase } from "./phase_execution.ts";
 import type { PhaseContext, PhaseState } from "./phase_state.ts";
 import { readPlanExecutions } from "./plan_execution_check.ts";
@@ -73,7 +76,6 @@ import { billLine, runBill } from "./run_bill.ts";
 import { launchOrder } from "./launch_order.ts";
 import { importBundle, type ImportResult } from "../offline/mod.ts";
 import type { Progress, RunCard } from "./run_progress.ts";
-import type { JudgeSettings, PhaseStatus, RunSummary } from "../../types/summary.ts";
 
 /** How to run an experiment. */
 export interface RunOptions {

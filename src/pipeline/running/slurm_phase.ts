@@ -16,14 +16,14 @@
  */
 
 import { join, relative } from "node:path";
-import type {
-  ExecutionContext,
-  ExecutionResult,
-  SlurmJobDetails,
-} from "../../executors/executor.ts";
-import { executorFor } from "../../executors/registry.ts";
-import { schedulerVersion } from "../../executors/slurm_cli.ts";
-import type { PhaseSpec } from "../../types/phase_spec.ts";
+import {
+  type ExecutionContext,
+  type ExecutionResult,
+  executorFor,
+  schedulerVersion,
+  type SlurmJobDetails,
+} from "../../executors/mod.ts";
+import type { PhaseSpec } from "../../types/mod.ts";
 import {
   checkpointRoots,
   type ClusterRecord,

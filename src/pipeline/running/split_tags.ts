@@ -7,8 +7,7 @@
 
 import { basename } from "node:path";
 import { unrequestedTags } from "../../parity/mod.ts";
-import type { PhaseSpec } from "../../types/phase_spec.ts";
-import type { Diagnostic } from "../../types/summary.ts";
+import type { Diagnostic, PhaseSpec } from "../../types/mod.ts";
 
 /** The warning for a completed split whose checkpoint folder holds unrequested tags, else none. */
 export async function splitTagWarnings(split: PhaseSpec | undefined): Promise<Diagnostic[]> {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { type PhaseSpec, savesCheckpoint } from "../../types/phase_spec.ts";
+import { type PhaseSpec, savesCheckpoint } from "../../types/mod.ts";
 import { join } from "node:path";
 import { pathExists } from "./run_store.ts";
 import { hashPhaseOutputs } from "./output_hashes.ts";

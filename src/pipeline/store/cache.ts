@@ -10,11 +10,10 @@
 
 import { join, relative, resolve } from "node:path";
 import { isSecretName, reapGroup } from "../../process/mod.ts";
-import { LOCAL_FILES } from "../../executors/local.ts";
-import { LAUNCH_RECORD_FILES } from "../../executors/registry.ts";
+import { LAUNCH_RECORD_FILES, LOCAL_FILES } from "../../executors/mod.ts";
 import { canonicalJson } from "../../experiment/mod.ts";
 import { PROJECT_DIR } from "../../presets/mod.ts";
-import type { PhaseSpec } from "../../types/phase_spec.ts";
+import type { PhaseSpec, PhaseSummary } from "../../types/mod.ts";
 import { expandEnv } from "./expand_env.ts";
 import { sha256Hex, sha256HexSync } from "./sha256.ts";
 import { type OutputHashes, outputsChanged } from "./output_hashes.ts";
@@ -24,7 +23,6 @@ import {
   type CheckpointVerifyMode,
 } from "./checkpoint_hashes.ts";
 import { pathExists, readJsonIfExists } from "./run_store.ts";
-import type { PhaseSummary } from "../../types/summary.ts";
 
 /** Bump when the meaning of a key changes, so old entries stop matching. */
 const CACHE_FORMAT = 2;

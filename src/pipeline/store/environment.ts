@@ -9,7 +9,7 @@
 
 import { basename, dirname, join, resolve } from "node:path";
 import { redactEnv } from "../../process/mod.ts";
-import type { PhaseSpec } from "../../types/phase_spec.ts";
+import type { PhaseSpec } from "../../types/mod.ts";
 import { type CodeDigests, sharedCodeDigest } from "./cache.ts";
 import { expandEnv } from "./expand_env.ts";
 import { sha256Hex } from "./sha256.ts";

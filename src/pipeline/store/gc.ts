@@ -28,10 +28,8 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from "node:pat
 import { acquireRunLock, LockHeldError, type RunLock } from "./lock.ts";
 import { ATTEMPT_DIR_PATTERN } from "./run_store.ts";
 import { experimentFolderName, listRuns, writeJsonAtomic } from "./run_store.ts";
-import { bytes as formatBytes } from "../../format/numbers.ts";
-import { isUniversalFolder } from "../../types/checkpoint_folder.ts";
-import { EXIT_CODES } from "../../types/exit_codes.ts";
-import { HarnessError } from "../../types/harness_error.ts";
+import { bytes as formatBytes } from "../../format/mod.ts";
+import { EXIT_CODES, HarnessError, isUniversalFolder } from "../../types/mod.ts";
 
 /** Which checkpoints survive a collection. */
 export type KeepPolicy = "last" | "none";

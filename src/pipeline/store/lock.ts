@@ -34,8 +34,7 @@
  */
 
 import { join, relative, resolve } from "node:path";
-import { EXIT_CODES } from "../../types/exit_codes.ts";
-import { HarnessError } from "../../types/harness_error.ts";
+import { EXIT_CODES, HarnessError } from "../../types/mod.ts";
 import { writeTextAtomic } from "../../process/mod.ts";
 
 /** Name of the lock file inside an experiment results folder. */

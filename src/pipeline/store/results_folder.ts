@@ -7,7 +7,7 @@
  */
 
 import { join, resolve } from "node:path";
-import { describeEnvironmentError } from "../../types/environment_error.ts";
+import { describeEnvironmentError } from "../../types/mod.ts";
 
 /** Longest path (bytes) Linux accepts. */
 const PATH_MAX_BYTES = 4096;

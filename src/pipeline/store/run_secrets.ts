@@ -8,7 +8,7 @@
 
 import type { Experiment } from "../../experiment/mod.ts";
 import { HARNESS_REDACTION, redactEnv } from "../../process/mod.ts";
-import type { PhaseSpec, ResolvedPlan } from "../../types/phase_spec.ts";
+import type { PhaseSpec, ResolvedPlan } from "../../types/mod.ts";
 
 /**
  * Adds the secrets of a run to {@linkcode HARNESS_REDACTION}: the secret-named variables of the

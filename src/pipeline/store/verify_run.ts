@@ -11,7 +11,7 @@ import { checkpointProblem, type PhaseRecord } from "./cache.ts";
 import type { CheckpointVerifyMode } from "./checkpoint_hashes.ts";
 import { sha256Hex } from "./sha256.ts";
 import { outputsChanged } from "./output_hashes.ts";
-import { readSummary } from "../../types/read_summary.ts";
+import { readSummary } from "../../types/mod.ts";
 
 /**
  * Problems of `runDir`, one sentence each (empty when the artifacts match what was recorded).
