@@ -72,6 +72,10 @@ Deno.test({
     const restore = summary.state_checks.find((x) => x.phase === "resume-native");
     assert.ok(restore?.differing.includes("params"));
     assert.ok(!restore?.differing.includes("module_weights"), "the bf16 module weights load");
+    // A second 0.18.4 bug on the same path (issue #7837, fixed by PR #7839): without ZeRO, a bf16
+    // engine's step never zeroes the gradients, so the uninterrupted run enters step 6 with step
+    // 5's gradients while the resumed process starts with none.
+    assert.ok(restore?.differing.includes("grad_buffers"), restore?.reason);
     const card = summary.findings?.[0];
     assert.equal(card?.code, "cause-save-differs");
     assert.match(card?.title ?? "", /params \(the fp32 master\)/);
