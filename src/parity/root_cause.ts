@@ -172,14 +172,27 @@ export const DIVERGENCE_RULES: readonly DivergenceRule[] = [
       f.failed.length > 0 && f.failed.every((p) => f.kindOf(p) !== "native") &&
       f.passed.some((p) => f.kindOf(p) === "native") &&
       f.failed.some((p) => f.kindOf(p) === "universal"),
-    card: (f) => ({
-      title: `Native resumes pass; universal and reshard resumes fail (${
-        f.failed.join(", ")
-      }): the converter, or the loader of re-sliced checkpoints${f.stateNote}. ${f.first.headline}${f.first.more}.`,
-      next: "Inspect the universal converter for the named components (ds_to_universal); if " +
-        "the resume read the universal folder as a native one, set " +
-        "`checkpoint.load_universal: true` in the DeepSpeed config.",
-    }),
+    card: (f) =>
+      // The universal folder, read back, holds the saved state: the converter is cleared.
+      f.run.state_checks.some((s) => s.check === "convert" && s.verdict === "PASS")
+        ? {
+          title:
+            `Native resumes pass; universal and reshard resumes fail (${
+              f.failed.join(", ")
+            }) although the universal folder, read back, holds the saved state: the loader of ` +
+            `re-sliced checkpoints${f.stateNote}. ${f.first.headline}${f.first.more}.`,
+          next: "Inspect how the universal folder is loaded for the named components (DeepSpeed: " +
+            "the ZeRO optimizer's `load_hp_checkpoint_state_from_checkpoint_dir*`), not the " +
+            "converter, whose output was checked.",
+        }
+        : {
+          title: `Native resumes pass; universal and reshard resumes fail (${
+            f.failed.join(", ")
+          }): the converter, or the loader of re-sliced checkpoints${f.stateNote}. ${f.first.headline}${f.first.more}.`,
+          next: "Inspect the universal converter for the named components (ds_to_universal); if " +
+            "the resume read the universal folder as a native one, set " +
+            "`checkpoint.load_universal: true` in the DeepSpeed config.",
+        },
   },
   {
     code: CAUSE_CODES.plan,

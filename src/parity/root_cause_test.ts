@@ -138,6 +138,18 @@ Deno.test("findRootCauses() cause-converter: native passes, universal and reshar
   assert.match(f[0].next, /checkpoint\.load_universal/);
 });
 
+Deno.test("findRootCauses() cause-converter: a universal folder read back intact points at the loader", () => {
+  const c = [vs("resume-native"), vs("resume-universal", big), vs("resume-reshard", big)];
+  const convert = { phase: "convert", check: "convert", verdict: "PASS", available: true };
+  const f = findRootCauses(
+    input(c, { states: [{ ...convert, differing: [] }] as StateCheckSummary[] }),
+    KINDS,
+  );
+  assert.equal(f[0].code, "cause-converter");
+  assert.match(f[0].title, /although the universal folder, read back, holds the saved state/);
+  assert.match(f[0].next, /not the converter/);
+});
+
 Deno.test("findRootCauses() cause-plan: only plan resumes fail", () => {
   const c = [vs("resume-native"), vs("resume-reshard"), vs("resume-plan-balanced", big)];
   assert.equal(findRootCauses(input(c), KINDS)[0].code, "cause-plan");
