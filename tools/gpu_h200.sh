@@ -78,6 +78,7 @@ case "$mode" in
     date -u +%FT%TZ
     nvidia-smi -L
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    # The box's own preinstalled CUDA build of torch, reported as found: nothing here installs it.
     "$python" -c 'import sys, torch, transformers; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version()); print("transformers", transformers.__version__)'
     command -v nvcc >/dev/null && nvcc --version | tail -2
     nproc

@@ -8,7 +8,7 @@
 
 import { Command, Option } from "commander";
 import type { MetricsFormat } from "../metrics/mod.ts";
-import { DEFAULT_METRIC, DEFAULT_METRICS_FORMAT, TOLERANCE_DEFAULTS } from "../experiment/mod.ts";
+import { DEFAULT_METRIC, DEFAULT_METRICS_FORMAT, TOLERANCE_DEFAULTS } from "../types/mod.ts";
 import { compareMetricsFiles, formatCompareTable } from "../parity/mod.ts";
 import { examples, numberArgument, type Subcommand, usageError } from "./_subcommand.ts";
 

@@ -14,18 +14,6 @@
  */
 
 export * from "./schema.ts";
-export {
-  AUTO_TOLERANCE_DEFAULTS,
-  CHART_DEFAULTS,
-  DEFAULT_ELEMENT_SIZE,
-  DEFAULT_GOLDENS_DIR,
-  DEFAULT_METRIC,
-  DEFAULT_METRICS_FORMAT,
-  DEFAULT_PHASE_TIMEOUT_S,
-  DRIFT_DEFAULTS,
-  NOISE_RTOL_RULE,
-  TOLERANCE_DEFAULTS,
-} from "../types/mod.ts";
 export * from "./validation_errors.ts";
 export * from "./load.ts";
 export * from "./overrides.ts";
